@@ -1,0 +1,171 @@
+//! Command-line parsing (the contract of DESIGN.md) and the process entry point.
+//!
+//! Parsing only: each subcommand's work lives in [`crate::commands`].
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::commands;
+use crate::error::Error;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "memplan",
+    version,
+    about = "Plan tensor memory for microcontrollers, with pluggable planners"
+)]
+pub struct Cli {
+    /// More log output on stderr (-v: debug, -vv: trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Only errors on stderr.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Plan a model's memory, check the plan and write C sources.
+    Plan(PlanArgs),
+    /// List the planners found on the plugin search path.
+    Planners(PlannersArgs),
+    /// Check a plan file against a model.
+    Check(CheckArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+/// Where to find plugins.
+#[derive(Args, Debug, Clone, Default)]
+pub struct PluginArgs {
+    /// A directory searched for planner plugins before MEMPLAN_PLUGIN_PATH (repeatable).
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dirs: Vec<PathBuf>,
+}
+
+/// The target and the constraints on its memories.
+#[derive(Args, Debug, Clone, Default)]
+pub struct TargetArgs {
+    /// A built-in target (generic, apollo3_evb, apollo4p_evb, apollo510_evb) or a target JSON file.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub target: Option<String>,
+    /// Narrow a memory's budget, e.g. `--memory SRAM=65536` (repeatable).
+    #[arg(long = "memory", value_name = "NAME=BYTES")]
+    pub memory: Vec<String>,
+    /// Attribute rules file (placement memory, constant staging, alignment).
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct PlanArgs {
+    /// Model file: `.json` (memplan model), `.tflite`, or `.csv` (MiniMalloc).
+    pub input: PathBuf,
+    /// Planner(s) to run, by NAME; several separated by commas keep the smallest plan.
+    #[arg(long, value_name = "NAME[,NAME...]", default_value = "greedy-bestfit")]
+    pub planner: String,
+    /// Planner options as a JSON object.
+    #[arg(long = "planner-options", value_name = "JSON", default_value = "{}")]
+    pub planner_options: String,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Prefix of emitted C symbols and file names.
+    #[arg(long, default_value = "model")]
+    pub prefix: String,
+    /// Output directory.
+    #[arg(long, default_value = "./memplan-out")]
+    pub out: PathBuf,
+    /// Do not define arena buffers; emit bind functions and sidecar `.bin` blobs instead.
+    #[arg(long = "external-arenas")]
+    pub external_arenas: bool,
+    /// Run the planner in a child process, so a crashing plugin cannot take the host down.
+    #[arg(long)]
+    pub isolate: bool,
+    /// Stop the planner after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+    #[command(flatten)]
+    pub plugins: PluginArgs,
+    /// Output on stdout.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct PlannersArgs {
+    #[command(flatten)]
+    pub plugins: PluginArgs,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CheckArgs {
+    /// The model the plan is for.
+    pub input: PathBuf,
+    /// The plan file (`{prefix}_plan.json` written by `memplan plan`).
+    pub plan: PathBuf,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+/// Sets up logging on stderr: warnings by default, `-v` debug, `-vv` trace, `-q` errors only.
+/// `RUST_LOG` overrides.
+fn init_logging(verbose: u8, quiet: bool) {
+    let default = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "debug",
+        (false, _) => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .try_init();
+}
+
+/// Parses the command line, runs the subcommand and maps errors onto exit codes.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return match error.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    ExitCode::SUCCESS
+                }
+                _ => ExitCode::from(2),
+            };
+        }
+    };
+    init_logging(cli.verbose, cli.quiet);
+    match run(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("memplan: error: {error}");
+            error.exit_code()
+        }
+    }
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> Result<ExitCode, Error> {
+    match cli.command {
+        Command::Plan(args) => commands::plan::run(&args),
+        Command::Planners(args) => commands::planners::run(&args),
+        Command::Check(args) => commands::check::run(&args),
+    }
+}

@@ -1,0 +1,83 @@
+//! `Model`: what the read stage produces from any input format (model JSON, `.tflite`,
+//! MiniMalloc CSV). Host types only; the analyze stage turns a `Model` into a plan request.
+//!
+//! Tensors refer to each other by index into [`Model::tensors`]. Every reader validates
+//! indices, so later stages may index without checks.
+
+use std::path::PathBuf;
+
+pub use memplan_plugin_api::{Lifetime, TensorKind};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Model {
+    /// The file the model was read from, for messages.
+    pub path: PathBuf,
+    pub tensors: Vec<Tensor>,
+    /// Operators in execution order; step `k + 1` runs operator `k` (inputs live at step 0).
+    pub operators: Vec<Operator>,
+    /// Graph inputs (tensor indices).
+    pub inputs: Vec<u32>,
+    /// Graph outputs (tensor indices).
+    pub outputs: Vec<u32>,
+    /// Number of op steps when lifetimes are explicit (pure buffer-packing problems, CSV,
+    /// `.tflite` with TFLite Micro's lifetimes); `None` derives steps from the operators.
+    pub num_steps: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tensor {
+    /// Unique id (numeric ids as decimal strings).
+    pub id: String,
+    /// Human-readable name (may equal the id).
+    pub name: String,
+    pub kind: TensorKind,
+    /// Bytes (already the product of shape and element size when the format gave a shape).
+    pub size: u64,
+    /// Bytes per element (1 when unknown); slot alignment is at least this.
+    pub element_size: u64,
+    /// Alignment hint from the model, a power of two.
+    pub alignment: Option<u64>,
+    /// A view of another tensor.
+    pub alias_of: Option<ModelAlias>,
+    /// A placement that must be kept (byte offset inside the tensor's arena).
+    pub fixed_offset: Option<u64>,
+    /// An explicit inclusive lifetime that replaces the one derived from operators.
+    pub lifetime: Option<Lifetime>,
+    /// Bytes of a constant tensor (length == size).
+    pub data: Option<Vec<u8>>,
+}
+
+impl Tensor {
+    /// A tensor with the given id, kind and size and nothing else set.
+    pub fn new(id: impl Into<String>, kind: TensorKind, size: u64) -> Self {
+        let id = id.into();
+        Tensor {
+            name: id.clone(),
+            id,
+            kind,
+            size,
+            element_size: 1,
+            alignment: None,
+            alias_of: None,
+            fixed_offset: None,
+            lifetime: None,
+            data: None,
+        }
+    }
+}
+
+/// `alias_of` as written in the model: the tensor it views directly (which may itself be an
+/// alias) and the byte offset of the view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModelAlias {
+    pub target: u32,
+    pub offset: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Operator {
+    /// Operator type as named by the model (`CONV_2D`, `add`, ...).
+    pub op_type: String,
+    pub inputs: Vec<u32>,
+    pub outputs: Vec<u32>,
+}
