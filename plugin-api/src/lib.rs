@@ -27,6 +27,7 @@ pub mod abi;
 pub mod bounds;
 pub mod context;
 pub mod export;
+pub mod kit;
 
 pub use abi::*;
 pub use context::{HostContext, LogLevel};

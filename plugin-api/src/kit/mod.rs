@@ -1,0 +1,54 @@
+//! The planner kit: ordinary Rust helpers compiled into each plugin, so that a planner only
+//! writes its packing algorithm.
+//!
+//! A planner implements [`Packer`] — place a set of buffers with lifetimes in one arena —
+//! and calls [`plan_with_packer`], which does every pass planners share: constants
+//! bump-allocated per destination memory (cold or staged), persistent tensors per memory,
+//! scratch per memory in the target's preferred order with spill to the next writable memory
+//! when a budget would be exceeded, fixed offsets kept, aliases given their root's binding
+//! plus the view offset, empty tensors bound without space.
+
+use crate::abi::{Lifetime, MemoryPlan, PlanError, PlanErrorKind, PlanRequest};
+use crate::context::HostContext;
+
+/// One buffer to place in an arena.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Buffer {
+    /// Bytes; never 0 (the kit binds empty tensors without asking the packer).
+    pub size: u64,
+    /// Offset alignment, a power of two.
+    pub alignment: u64,
+    /// Inclusive lifetime.
+    pub lifetime: Lifetime,
+    /// An offset the packer must use as it is.
+    pub fixed_offset: Option<u64>,
+}
+
+/// A packer's answer: an offset per buffer, in the order the buffers were given.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Packing {
+    pub offsets: Vec<u64>,
+    /// Highest `offset + size` (0 when there are no buffers).
+    pub height: u64,
+    /// What the packer wants the user to know (e.g. "proven optimal"); may be empty.
+    pub note: String,
+}
+
+/// A packing algorithm for one arena: buffers whose lifetimes overlap must not overlap in
+/// bytes; offsets honour alignment and fixed offsets.
+pub trait Packer {
+    fn pack(&self, buffers: &[Buffer], context: &HostContext) -> Result<Packing, PlanError>;
+}
+
+/// Plans a whole request with `packer` doing the scratch packing. Placeholder until the
+/// planner-kit issue lands.
+pub fn plan_with_packer(
+    _request: &PlanRequest,
+    _context: &HostContext,
+    _packer: &dyn Packer,
+) -> Result<MemoryPlan, PlanError> {
+    Err(PlanError::new(
+        PlanErrorKind::Failed,
+        "the planner kit is not implemented yet",
+    ))
+}
