@@ -176,3 +176,20 @@ fn person_detect_has_the_documented_shape() {
         .all(|tensor| tensor.id.parse::<u32>().is_ok()));
     assert_eq!(input.name, "input");
 }
+
+/// A real model damaged at every byte reads without panicking: a model or an input error.
+#[test]
+fn damaged_real_model_never_panics() {
+    let Some(dir) = models_dir() else { return };
+    let path = dir.join("hello_world_int8.tflite");
+    let bytes = std::fs::read(&path).unwrap();
+    for position in 0..bytes.len() {
+        for value in [0x00, 0x7f, 0x80, 0xff] {
+            let mut damaged = bytes.clone();
+            damaged[position] = value;
+            if let Err(err) = super::read_tflite_bytes(&damaged, &path) {
+                assert_eq!(err.kind, crate::error::ErrorKind::Input, "{}", err.message);
+            }
+        }
+    }
+}

@@ -65,7 +65,7 @@ pub enum WalkError {
 /// Deepest nesting of invoked subgraphs accepted (real models nest one or two levels).
 pub const MAX_NESTING: usize = 64;
 /// Most steps plus tensor uses one walk may take, which bounds the time a hostile file can cost.
-pub const MAX_WORK: u64 = 1 << 26;
+pub const MAX_WORK: u64 = 1 << 22;
 
 /// A tensor use in progress: TFLite Micro's first-created and last-used markers.
 #[derive(Clone, Copy, Debug, Default)]

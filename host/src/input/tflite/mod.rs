@@ -100,9 +100,18 @@ impl<'a> Reader<'a> {
     fn read(&self) -> Result<Model> {
         self.check_identifier()?;
         let root = schema::verified_model(self.bytes).map_err(|err| {
+            // The verifier's message is several lines (the error, then its trace).
+            let detail: Vec<String> = err
+                .to_string()
+                .lines()
+                .map(|line| line.trim().trim_end_matches('.'))
+                .filter(|line| !line.is_empty())
+                .map(str::to_string)
+                .collect();
             self.error(format!(
-                "the TFLite flatbuffer failed verification ({err}); the file is damaged or \
-                 truncated, re-export it from the converter"
+                "the TFLite flatbuffer failed verification: {}; the file is damaged or \
+                 truncated, re-export it from the converter",
+                detail.join(", ")
             ))
         })?;
         let buffers = root.buffers();

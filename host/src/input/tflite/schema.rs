@@ -36,7 +36,7 @@ mod options_type {
 }
 
 /// The vtable slot of the field with schema id `id`.
-const fn slot(id: u16) -> VOffsetT {
+pub const fn slot(id: u16) -> VOffsetT {
     4 + 2 * id
 }
 
