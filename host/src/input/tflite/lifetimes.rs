@@ -269,25 +269,14 @@ mod tests {
         assert_eq!(walk.order, vec![(0, 0), (1, 0), (1, 1), (0, 1)]);
     }
 
-    #[test]
-    fn cycles_and_blowups_are_refused() {
-        let mut call = op(&[], &[]);
-        call.invokes = vec![0];
-        let looping = [SubgraphFlow {
-            tensor_count: 0,
-            inputs: vec![],
-            outputs: vec![],
-            operators: vec![call],
-        }];
-        assert_eq!(walk(&looping), Err(WalkError::Cycle { subgraph: 0 }));
-
-        // Each subgraph calls the next one twice: 2^40 walks of the last one.
-        let levels = 40;
-        let blowup: Vec<SubgraphFlow> = (0..levels)
+    /// `levels` subgraphs, each with one operator that runs the next subgraph `calls` times
+    /// (the last one runs nothing).
+    fn nested_calls(levels: usize, calls: usize) -> Vec<SubgraphFlow> {
+        (0..levels)
             .map(|level| {
                 let mut call = op(&[], &[]);
                 if level + 1 < levels {
-                    call.invokes = vec![level + 1, level + 1];
+                    call.invokes = vec![level + 1; calls];
                 }
                 SubgraphFlow {
                     tensor_count: 0,
@@ -296,23 +285,23 @@ mod tests {
                     operators: vec![call],
                 }
             })
-            .collect();
-        assert_eq!(walk(&blowup), Err(WalkError::TooLarge));
+            .collect()
+    }
 
-        let chain: Vec<SubgraphFlow> = (0..MAX_NESTING + 2)
-            .map(|level| {
-                let mut call = op(&[], &[]);
-                if level + 1 < MAX_NESTING + 2 {
-                    call.invokes = vec![level + 1];
-                }
-                SubgraphFlow {
-                    tensor_count: 0,
-                    inputs: vec![],
-                    outputs: vec![],
-                    operators: vec![call],
-                }
-            })
-            .collect();
-        assert_eq!(walk(&chain), Err(WalkError::TooDeep));
+    #[test]
+    fn cycles_and_blowups_are_refused() {
+        let mut looping = nested_calls(1, 0);
+        looping[0].operators[0].invokes = vec![0];
+        assert_eq!(walk(&looping), Err(WalkError::Cycle { subgraph: 0 }));
+
+        // Each subgraph runs the next one twice: 2^39 walks of the last one.
+        assert_eq!(walk(&nested_calls(40, 2)), Err(WalkError::TooLarge));
+        assert_eq!(
+            walk(&nested_calls(MAX_NESTING + 2, 1)),
+            Err(WalkError::TooDeep)
+        );
+        // Within the limits the same shapes are accepted.
+        assert!(walk(&nested_calls(10, 2)).is_ok());
+        assert!(walk(&nested_calls(MAX_NESTING + 1, 1)).is_ok());
     }
 }

@@ -7,7 +7,9 @@
 //!   ids are the TFLite tensor indices (`"12"`; `"2:5"` for tensor 5 of subgraph 2), names
 //!   come from the model;
 //! - constant tensors (their buffer has bytes, inside the flatbuffer or at `Buffer.offset`
-//!   in the file) are `Constant` with those bytes, their size the byte count;
+//!   in the file) are `Constant` with those bytes, their size the byte count; a tensor whose
+//!   buffer an earlier tensor already uses is a view of it (`alias_of`, offset 0), so
+//!   shared bytes are stored, and copied, once;
 //! - variable tensors are `Persistent` (TFLite Micro keeps them outside its planned arena);
 //! - every other tensor that the run touches is `Input`/`Output` (subgraph 0's graph inputs
 //!   and outputs) or `Intermediate`, with the explicit lifetime of [`lifetimes`] and its
@@ -16,6 +18,9 @@
 //! - tensors the run never touches are left out of the model: TFLite Micro does not plan
 //!   them, and with no use there is no lifetime to give them;
 //! - constant and persistent tensors live the whole run, `[0, last step]`;
+//! - `operators` lists the operators in the order they run, those of invoked subgraphs
+//!   inline; with control flow an operator's step is not its position, one more reason the
+//!   lifetimes are explicit (`num_steps` = last step + 1);
 //! - an `OfflineMemoryAllocation` metadata entry (offsets planned ahead of time, TFLite
 //!   Micro's format) becomes `fixed_offset` of the scratch tensors it places.
 //!
@@ -35,13 +40,14 @@ mod corpus_tests;
 #[cfg(test)]
 mod tests;
 
+use std::collections::hash_map::{Entry, HashMap};
 use std::path::{Path, PathBuf};
 
 use memplan_plugin_api::bounds::align_up;
 
 use crate::error::{Error, Result};
-use crate::input::model::{Lifetime, Model, Operator, Tensor, TensorKind};
-use lifetimes::{OperatorFlow, SubgraphFlow, WalkError};
+use crate::input::model::{Lifetime, Model, ModelAlias, Operator, Tensor, TensorKind};
+use lifetimes::{OperatorFlow, SubgraphFlow, Walk, WalkError};
 use schema::{builtin, element, Tables};
 
 /// TFLite Micro's arena alignment: every planned size is rounded up to it.
@@ -78,17 +84,18 @@ struct TensorRecord<'a> {
 }
 
 enum Storage<'a> {
-    /// Bytes known at compile time.
-    Constant(&'a [u8]),
+    /// Bytes known at compile time, from buffer `buffer`.
+    Constant { buffer: u32, bytes: &'a [u8] },
     /// `is_variable`: state kept by the runtime across invocations.
     Variable,
     /// Planned in the arena.
     Arena,
 }
 
+/// A subgraph's tensors and operator names; its data flow is kept apart, in a
+/// [`SubgraphFlow`], for the lifetime walk.
 struct SubgraphRecord<'a> {
     tensors: Vec<TensorRecord<'a>>,
-    flow: SubgraphFlow,
     operator_names: Vec<String>,
 }
 
@@ -120,15 +127,17 @@ impl<'a> Reader<'a> {
             .subgraphs()
             .filter(|subgraphs| !subgraphs.is_empty())
             .ok_or_else(|| self.error("the model has no subgraph to plan"))?;
-        let records = subgraphs
+        let (records, flows): (Vec<_>, Vec<_>) = subgraphs
             .iter()
             .enumerate()
             .map(|(index, subgraph)| {
                 self.subgraph_record(index, subgraph, subgraphs.len(), buffers, &operator_names)
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .unzip();
         let offline_offsets = self.offline_offsets(&root, &records)?;
-        self.build_model(records, offline_offsets)
+        self.build_model(&records, &flows, offline_offsets)
     }
 
     fn check_identifier(&self) -> Result<()> {
@@ -177,7 +186,7 @@ impl<'a> Reader<'a> {
         subgraph_count: usize,
         buffers: Option<Tables<'a, schema::Buffer<'a>>>,
         operator_names: &[(i32, String)],
-    ) -> Result<SubgraphRecord<'a>> {
+    ) -> Result<(SubgraphRecord<'a>, SubgraphFlow)> {
         let tensors = match subgraph.tensors() {
             Some(tensors) => tensors
                 .iter()
@@ -264,16 +273,17 @@ impl<'a> Reader<'a> {
             });
             names.push(name.clone());
         }
-        Ok(SubgraphRecord {
+        let record = SubgraphRecord {
             tensors,
-            flow: SubgraphFlow {
-                tensor_count,
-                inputs,
-                outputs,
-                operators,
-            },
             operator_names: names,
-        })
+        };
+        let flow = SubgraphFlow {
+            tensor_count,
+            inputs,
+            outputs,
+            operators,
+        };
+        Ok((record, flow))
     }
 
     /// The subgraphs a control-flow operator runs, in TFLite Micro's walk order.
@@ -336,7 +346,10 @@ impl<'a> Reader<'a> {
             match self.buffer_bytes(tensor.buffer(), buffers, || {
                 format!("subgraph {subgraph}, tensor {index} ({name})")
             })? {
-                Some(bytes) => Storage::Constant(bytes),
+                Some(bytes) => Storage::Constant {
+                    buffer: tensor.buffer(),
+                    bytes,
+                },
                 None => Storage::Arena,
             }
         };
@@ -430,13 +443,8 @@ impl<'a> Reader<'a> {
         Ok(Some(offsets[..tensor_count].to_vec()))
     }
 
-    fn build_model(
-        &self,
-        records: Vec<SubgraphRecord<'a>>,
-        offline_offsets: Option<Vec<i32>>,
-    ) -> Result<Model> {
-        let flows: Vec<SubgraphFlow> = records.iter().map(|record| record.flow.clone()).collect();
-        let walk = lifetimes::walk(&flows).map_err(|err| {
+    fn walk(&self, flows: &[SubgraphFlow]) -> Result<Walk> {
+        lifetimes::walk(flows).map_err(|err| {
             self.error(match err {
                 WalkError::Cycle { subgraph } => format!(
                     "unsupported: subgraph {subgraph} runs itself through control-flow operators \
@@ -452,71 +460,91 @@ impl<'a> Reader<'a> {
                     lifetimes::MAX_WORK
                 ),
             })
-        })?;
+        })
+    }
+
+    fn build_model(
+        &self,
+        records: &[SubgraphRecord<'a>],
+        flows: &[SubgraphFlow],
+        offline_offsets: Option<Vec<i32>>,
+    ) -> Result<Model> {
+        let walk = self.walk(flows)?;
         let whole_run = Lifetime::new(0, walk.last_step);
-        let graph_inputs = &records[0].flow.inputs;
-        let graph_outputs = &records[0].flow.outputs;
-        let mut scratch_kinds = vec![TensorKind::Intermediate; records[0].tensors.len()];
+        let mut kinds = vec![TensorKind::Intermediate; records[0].tensors.len()];
         // Outputs first, so that a tensor both input and output counts as an input.
-        for &tensor in graph_outputs {
-            scratch_kinds[tensor] = TensorKind::Output;
+        for &tensor in &flows[0].outputs {
+            kinds[tensor] = TensorKind::Output;
         }
-        for &tensor in graph_inputs {
-            scratch_kinds[tensor] = TensorKind::Input;
+        for &tensor in &flows[0].inputs {
+            kinds[tensor] = TensorKind::Input;
         }
-        let mut tensors = Vec::new();
+
+        let mut tensors: Vec<Tensor> = Vec::new();
         // Model index of each (subgraph, tensor) kept.
         let mut model_index: Vec<Vec<Option<u32>>> = Vec::with_capacity(records.len());
+        // The first constant tensor of each buffer: later ones become views of it, so shared
+        // bytes are stored (and copied) once.
+        let mut buffer_owner: HashMap<u32, u32> = HashMap::new();
         let mut global_offset = 0usize;
         for (subgraph, record) in records.iter().enumerate() {
             let mut indices = vec![None; record.tensors.len()];
             for (index, tensor) in record.tensors.iter().enumerate() {
-                let lifetime = walk.lifetimes[subgraph][index];
+                if !walk.reached[subgraph] {
+                    continue;
+                }
                 let id = tensor_id(subgraph, index);
-                let offline = offline_offsets
-                    .as_ref()
-                    .map(|offsets| offsets[global_offset + index]);
-                let model_tensor = match tensor.storage {
-                    _ if !walk.reached[subgraph] => None,
-                    Storage::Constant(bytes) => {
+                let mut model_tensor = match tensor.storage {
+                    Storage::Constant { buffer, bytes } => {
                         let mut constant =
                             Tensor::new(id, TensorKind::Constant, bytes.len() as u64);
-                        constant.data = Some(bytes.to_vec());
+                        match buffer_owner.entry(buffer) {
+                            Entry::Occupied(owner) => {
+                                constant.alias_of = Some(ModelAlias {
+                                    target: *owner.get(),
+                                    offset: 0,
+                                });
+                            }
+                            Entry::Vacant(slot) => {
+                                slot.insert(tensors.len() as u32);
+                                constant.data = Some(bytes.to_vec());
+                            }
+                        }
                         constant.lifetime = Some(whole_run);
-                        Some(constant)
+                        constant
                     }
                     Storage::Variable => {
                         let size = self.planned_size(subgraph, index, tensor)?;
                         let mut variable = Tensor::new(id, TensorKind::Persistent, size);
                         variable.lifetime = Some(whole_run);
-                        Some(variable)
+                        variable
                     }
-                    Storage::Arena => match lifetime {
-                        None => None,
-                        Some(lifetime) => {
-                            let kind = if subgraph == 0 {
-                                scratch_kinds[index]
-                            } else {
-                                TensorKind::Intermediate
-                            };
-                            let size = self.planned_size(subgraph, index, tensor)?;
-                            let mut scratch = Tensor::new(id, kind, size);
-                            scratch.lifetime = Some(lifetime);
-                            scratch.fixed_offset = offline
-                                .filter(|&offset| offset >= 0)
-                                .map(|offset| offset as u64);
-                            Some(scratch)
-                        }
-                    },
+                    Storage::Arena => {
+                        // Never touched by the run: TFLite Micro does not plan it.
+                        let Some(lifetime) = walk.lifetimes[subgraph][index] else {
+                            continue;
+                        };
+                        let kind = if subgraph == 0 {
+                            kinds[index]
+                        } else {
+                            TensorKind::Intermediate
+                        };
+                        let size = self.planned_size(subgraph, index, tensor)?;
+                        let mut scratch = Tensor::new(id, kind, size);
+                        scratch.lifetime = Some(lifetime);
+                        scratch.fixed_offset = offline_offsets
+                            .as_ref()
+                            .map(|offsets| offsets[global_offset + index])
+                            .and_then(|offset| u64::try_from(offset).ok());
+                        scratch
+                    }
                 };
-                if let Some(mut model_tensor) = model_tensor {
-                    model_tensor.name = tensor.name.clone();
-                    model_tensor.element_size =
-                        vocabulary::tensor_type(tensor.type_code).1.unwrap_or(1);
-                    model_tensor.alignment = Some(TFLM_ALIGNMENT);
-                    indices[index] = Some(tensors.len() as u32);
-                    tensors.push(model_tensor);
-                }
+                model_tensor.name = tensor.name.clone();
+                model_tensor.element_size =
+                    vocabulary::tensor_type(tensor.type_code).1.unwrap_or(1);
+                model_tensor.alignment = Some(TFLM_ALIGNMENT);
+                indices[index] = Some(tensors.len() as u32);
+                tensors.push(model_tensor);
             }
             global_offset += record.tensors.len();
             model_index.push(indices);
@@ -533,41 +561,28 @@ impl<'a> Reader<'a> {
                 ))
             })
         };
+        let kept_all = |subgraph: usize, list: &mut dyn Iterator<Item = usize>| {
+            list.map(|tensor| kept(subgraph, tensor))
+                .collect::<Result<Vec<u32>>>()
+        };
         let operators = walk
             .order
             .iter()
             .map(|&(subgraph, position)| {
-                let flow = &records[subgraph].flow.operators[position];
+                let flow = &flows[subgraph].operators[position];
                 Ok(Operator {
                     op_type: records[subgraph].operator_names[position].clone(),
-                    inputs: flow
-                        .inputs
-                        .iter()
-                        .flatten()
-                        .map(|&tensor| kept(subgraph, tensor))
-                        .collect::<Result<_>>()?,
-                    outputs: flow
-                        .outputs
-                        .iter()
-                        .map(|&tensor| kept(subgraph, tensor))
-                        .collect::<Result<_>>()?,
+                    inputs: kept_all(subgraph, &mut flow.inputs.iter().flatten().copied())?,
+                    outputs: kept_all(subgraph, &mut flow.outputs.iter().copied())?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let inputs = graph_inputs
-            .iter()
-            .map(|&tensor| kept(0, tensor))
-            .collect::<Result<_>>()?;
-        let outputs = graph_outputs
-            .iter()
-            .map(|&tensor| kept(0, tensor))
-            .collect::<Result<_>>()?;
         Ok(Model {
             path: PathBuf::from(self.path),
             tensors,
             operators,
-            inputs,
-            outputs,
+            inputs: kept_all(0, &mut flows[0].inputs.iter().copied())?,
+            outputs: kept_all(0, &mut flows[0].outputs.iter().copied())?,
             num_steps: Some(walk.last_step + 1),
         })
     }

@@ -222,6 +222,15 @@ fn build_subgraph(fbb: &mut FlatBufferBuilder, subgraph: &TestSubgraph) -> Finis
     fbb.end_table(start)
 }
 
+/// Adds a CALL_ONCE operator code and an operator of it that runs subgraph `init`, at
+/// `position` in subgraph 0.
+fn add_call_once(model: &mut TestModel, position: usize, init: Option<i32>) {
+    model.codes.push(builtin::CALL_ONCE);
+    let mut call = op(model.codes.len() as u32 - 1, &[], &[]);
+    call.call_once = init;
+    model.subgraphs[0].operators.insert(position, call);
+}
+
 /// input(0) -CONV_2D(weights 3)-> 1 -ADD(1, 1)-> output(2); tensor 4 is never used.
 fn chain() -> TestModel {
     let mut weights = tensor("weights", INT8, &[2, 3]);
@@ -368,6 +377,32 @@ fn constant_keeps_its_bytes_inline_or_after_the_flatbuffer() {
 }
 
 #[test]
+fn tensors_sharing_a_buffer_store_its_bytes_once() {
+    let mut model = chain();
+    let mut copy = tensor("weights_again", INT8, &[6]);
+    copy.buffer = 1;
+    model.subgraphs[0].tensors.push(copy);
+    model.subgraphs[0].operators[1].inputs.push(5);
+    let model = read(&model).unwrap();
+    let again = by_id(&model, "5");
+    assert_eq!(again.kind, TensorKind::Constant);
+    assert_eq!(again.size, 6);
+    assert_eq!(again.data, None);
+    let owner = model
+        .tensors
+        .iter()
+        .position(|tensor| tensor.id == "3")
+        .unwrap() as u32;
+    assert_eq!(
+        again.alias_of,
+        Some(crate::input::model::ModelAlias {
+            target: owner,
+            offset: 0
+        })
+    );
+}
+
+#[test]
 fn empty_buffer_means_planned_not_constant() {
     let mut model = chain();
     model.buffers = vec![TestBuffer::Inline(Vec::new())];
@@ -401,12 +436,9 @@ fn variable_tensor_is_persistent_for_the_whole_run() {
 
 #[test]
 fn call_once_walks_its_init_subgraph() {
-    let mut call = op(2, &[], &[]);
-    call.call_once = Some(1);
     let mut model = chain();
-    model.codes.push(builtin::CALL_ONCE);
+    add_call_once(&mut model, 0, Some(1));
     model.codes.push(VAR_HANDLE);
-    model.subgraphs[0].operators.insert(0, call);
     model.subgraphs.push(TestSubgraph {
         tensors: vec![
             tensor("handle", INT32, &[]),
@@ -519,10 +551,7 @@ fn out_of_range_indices_are_named() {
     assert!(message.contains("buffer 40 is out of range"), "{message}");
 
     let mut model = chain();
-    let mut call = op(2, &[], &[]);
-    call.call_once = Some(5);
-    model.codes.push(builtin::CALL_ONCE);
-    model.subgraphs[0].operators.push(call);
+    add_call_once(&mut model, 2, Some(5));
     let message = input_error(&model.bytes());
     assert!(message.contains("runs subgraph 5"), "{message}");
 }
@@ -546,10 +575,7 @@ fn unsupported_features_are_named() {
     );
 
     let mut model = chain();
-    let mut call = op(2, &[], &[]);
-    call.call_once = Some(0);
-    model.codes.push(builtin::CALL_ONCE);
-    model.subgraphs[0].operators.push(call);
+    add_call_once(&mut model, 2, Some(0));
     let message = input_error(&model.bytes());
     assert!(
         message.contains("unsupported") && message.contains("runs itself"),
@@ -558,8 +584,7 @@ fn unsupported_features_are_named() {
 
     // CALL_ONCE without its options cannot say which subgraph to run.
     let mut model = chain();
-    model.codes.push(builtin::CALL_ONCE);
-    model.subgraphs[0].operators.push(op(2, &[], &[]));
+    add_call_once(&mut model, 2, None);
     let message = input_error(&model.bytes());
     assert!(message.contains("has no CALL_ONCE options"), "{message}");
 
@@ -570,13 +595,17 @@ fn unsupported_features_are_named() {
 }
 
 #[test]
-fn scalar_without_shape_is_one_element() {
+fn scalar_is_one_element_and_empty_stays_empty() {
     let mut model = chain();
     model.subgraphs[0].tensors[2].shape = None;
     model.subgraphs[0].tensors[2].name = None;
+    model.subgraphs[0].tensors[1].shape = Some(vec![4, 0]);
     let model = read(&model).unwrap();
     let output = by_id(&model, "2");
     assert_eq!((output.size, output.name.as_str()), (16, "2"));
+    // An empty tensor stays empty (and keeps its lifetime).
+    let empty = by_id(&model, "1");
+    assert_eq!((empty.size, empty.lifetime), (0, Some(Lifetime::new(1, 2))));
 }
 
 /// Every prefix and every single-byte corruption of a valid model reads without panicking:
@@ -584,10 +613,7 @@ fn scalar_without_shape_is_one_element() {
 #[test]
 fn damaged_files_never_panic() {
     let mut model = chain();
-    let mut call = op(2, &[], &[]);
-    call.call_once = Some(1);
-    model.codes.push(builtin::CALL_ONCE);
-    model.subgraphs[0].operators.insert(0, call);
+    add_call_once(&mut model, 0, Some(1));
     model.subgraphs.push(TestSubgraph {
         tensors: vec![tensor("t", FLOAT32, &[4])],
         inputs: vec![],
