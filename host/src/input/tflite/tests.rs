@@ -17,7 +17,8 @@ const INT8: i8 = 9;
 const ADD: i32 = 0;
 const CONV_2D: i32 = 3;
 const VAR_HANDLE: i32 = 142;
-/// `BuiltinOptions` union member of `CallOnceOptions`.
+/// `BuiltinOptions` union members.
+const IF_OPTIONS: u8 = 92;
 const CALL_ONCE_OPTIONS: u8 = 103;
 
 #[derive(Clone)]
@@ -44,7 +45,9 @@ struct TestOperator {
     opcode: u32,
     inputs: Vec<i32>,
     outputs: Vec<i32>,
-    call_once: Option<i32>,
+    /// Builtin options naming subgraphs: the `BuiltinOptions` union member and its
+    /// subgraph-index fields in schema order.
+    subgraph_options: Option<(u8, Vec<i32>)>,
 }
 
 fn op(opcode: u32, inputs: &[i32], outputs: &[i32]) -> TestOperator {
@@ -52,7 +55,7 @@ fn op(opcode: u32, inputs: &[i32], outputs: &[i32]) -> TestOperator {
         opcode,
         inputs: inputs.to_vec(),
         outputs: outputs.to_vec(),
-        call_once: None,
+        subgraph_options: None,
     }
 }
 
@@ -194,17 +197,19 @@ fn build_subgraph(fbb: &mut FlatBufferBuilder, subgraph: &TestSubgraph) -> Finis
         .map(|operator| {
             let inputs = fbb.create_vector(&operator.inputs);
             let outputs = fbb.create_vector(&operator.outputs);
-            let options = operator.call_once.map(|init| {
+            let options = operator.subgraph_options.as_ref().map(|(member, indices)| {
                 let start = fbb.start_table();
-                fbb.push_slot::<i32>(slot(0), init, 0);
-                fbb.end_table(start)
+                for (id, &index) in indices.iter().enumerate() {
+                    fbb.push_slot::<i32>(slot(id as u16), index, 0);
+                }
+                (*member, fbb.end_table(start))
             });
             let start = fbb.start_table();
             fbb.push_slot::<u32>(slot(0), operator.opcode, 0);
             fbb.push_slot_always(slot(1), inputs);
             fbb.push_slot_always(slot(2), outputs);
-            if let Some(options) = options {
-                fbb.push_slot::<u8>(slot(3), CALL_ONCE_OPTIONS, 0);
+            if let Some((member, options)) = options {
+                fbb.push_slot::<u8>(slot(3), member, 0);
                 fbb.push_slot_always(slot(4), options);
             }
             fbb.end_table(start)
@@ -227,7 +232,7 @@ fn build_subgraph(fbb: &mut FlatBufferBuilder, subgraph: &TestSubgraph) -> Finis
 fn add_call_once(model: &mut TestModel, position: usize, init: Option<i32>) {
     model.codes.push(builtin::CALL_ONCE);
     let mut call = op(model.codes.len() as u32 - 1, &[], &[]);
-    call.call_once = init;
+    call.subgraph_options = init.map(|init| (CALL_ONCE_OPTIONS, vec![init]));
     model.subgraphs[0].operators.insert(position, call);
 }
 
@@ -465,6 +470,29 @@ fn call_once_walks_its_init_subgraph() {
         .map(|operator| operator.op_type.as_str())
         .collect();
     assert_eq!(order, ["CALL_ONCE", "VAR_HANDLE", "ADD", "CONV_2D", "ADD"]);
+}
+
+#[test]
+fn if_walks_both_branches_in_order() {
+    let branch = |name: &'static str| TestSubgraph {
+        tensors: vec![tensor(name, FLOAT32, &[4])],
+        inputs: vec![],
+        outputs: vec![0],
+        operators: vec![],
+    };
+    let mut model = chain();
+    model.codes.push(builtin::IF);
+    let mut branch_op = op(2, &[0], &[]);
+    branch_op.subgraph_options = Some((IF_OPTIONS, vec![2, 1]));
+    model.subgraphs[0].operators.insert(1, branch_op);
+    model.subgraphs.push(branch("else_out"));
+    model.subgraphs.push(branch("then_out"));
+    let model = read(&model).unwrap();
+    // CONV_2D at 1, IF at 2: then (subgraph 2) at 3, else (subgraph 1) at 4; ADD at 5.
+    assert_eq!(by_id(&model, "2:0").lifetime, Some(Lifetime::new(3, 3)));
+    assert_eq!(by_id(&model, "1:0").lifetime, Some(Lifetime::new(4, 4)));
+    assert_eq!(by_id(&model, "0").lifetime, Some(Lifetime::new(0, 4)));
+    assert_eq!(model.num_steps, Some(6));
 }
 
 #[test]
