@@ -4,6 +4,7 @@
 //! bad input into an [`Error`] of kind `Input` (exit 2) naming the file and the place in it.
 
 pub mod model;
+pub mod tflite;
 
 use std::path::Path;
 
@@ -12,6 +13,10 @@ pub use model::{Model, ModelAlias, Operator, Tensor};
 
 /// Reads a model: `.json` (memplan model JSON), `.tflite`, `.csv` (MiniMalloc).
 pub fn read_model(path: &Path) -> Result<Model> {
+    let extension = path.extension().and_then(|extension| extension.to_str());
+    if extension.is_some_and(|extension| extension.eq_ignore_ascii_case("tflite")) {
+        return tflite::read_tflite(path);
+    }
     Err(Error::internal(format!(
         "{}: model readers are not implemented yet",
         path.display()
