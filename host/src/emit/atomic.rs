@@ -183,7 +183,11 @@ fn check_replaceable(out: &Path) -> Result<()> {
             "--out `{}` holds {} that memplan did not write ({}); memplan replaces the whole \
              output directory, so give it an empty or memplan-only directory",
             out.display(),
-            if foreign.len() == 1 { "an entry" } else { "entries" },
+            if foreign.len() == 1 {
+                "an entry"
+            } else {
+                "entries"
+            },
             foreign.join(", ")
         )))
     }
@@ -197,10 +201,8 @@ mod tests {
 
     /// A fresh directory under the system temp dir, unique per test.
     fn scratch_dir(test: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "memplan-atomic-{test}-{}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("memplan-atomic-{test}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
         dir
@@ -251,14 +253,18 @@ mod tests {
         let mut failing = |path: &Path, contents: &[u8]| {
             count += 1;
             if count == 3 {
-                return Err(io::Error::new(io::ErrorKind::Other, "disk full (injected)"));
+                return Err(io::Error::other("disk full (injected)"));
             }
             write_synced(path, contents)
         };
         let error = publish_with(&files(), &out, &mut failing).unwrap_err();
         assert!(error.message.contains("disk full (injected)"), "{error}");
         assert_eq!(snapshot(&out), before);
-        assert_eq!(names(&root), ["out"], "the temporary directory must be removed");
+        assert_eq!(
+            names(&root),
+            ["out"],
+            "the temporary directory must be removed"
+        );
         fs::remove_dir_all(&root).unwrap();
     }
 
@@ -274,7 +280,11 @@ mod tests {
             .map(|file| (file.name, file.contents))
             .collect();
         assert_eq!(snapshot(&out), expected);
-        assert_eq!(names(&root.join("nested")), ["out"], "no temporary or backup directory may remain");
+        assert_eq!(
+            names(&root.join("nested")),
+            ["out"],
+            "no temporary or backup directory may remain"
+        );
         fs::remove_dir_all(&root).unwrap();
     }
 

@@ -71,7 +71,7 @@ pub fn tensors_h(plan: &RenderPlan) -> Result<String, fmt::Error> {
         writeln!(
             out,
             "/* Section placement, per memory. Define any of these before this header is \
-             included\n   (e.g. -D'{pm}_SECTION_SRAM=__attribute__((section(\".sram_bss\"))))') \
+             included\n   (e.g. -D'{pm}_SECTION_SRAM=__attribute__((section(\".sram_bss\")))') \
              to place the\n   arrays of that memory; by default they are placed nowhere special. */"
         )?;
         for memory in sections {
@@ -87,27 +87,46 @@ pub fn tensors_h(plan: &RenderPlan) -> Result<String, fmt::Error> {
         "/* Results of the bind and hydrate functions. */\ntypedef enum {{"
     )?;
     writeln!(out, "    {pm}_OK = 0,")?;
-    writeln!(out, "    {pm}_ERR_REGION = -1, /* no such region (or not one that takes this call) */")?;
+    writeln!(
+        out,
+        "    {pm}_ERR_REGION = -1, /* no such region (or not one that takes this call) */"
+    )?;
     writeln!(out, "    {pm}_ERR_NULL = -2, /* a null pointer */")?;
     writeln!(out, "    {pm}_ERR_SIZE = -3, /* a buffer smaller than the arena, or a source of the wrong size */")?;
-    writeln!(out, "    {pm}_ERR_ALIGNMENT = -4, /* a buffer not aligned to the arena's alignment */")?;
-    writeln!(out, "    {pm}_ERR_UNBOUND = -5, /* an arena or staged source was never bound */")?;
-    writeln!(out, "    {pm}_ERR_COUNT = -6 /* a table with the wrong number of entries */")?;
+    writeln!(
+        out,
+        "    {pm}_ERR_ALIGNMENT = -4, /* a buffer not aligned to the arena's alignment */"
+    )?;
+    writeln!(
+        out,
+        "    {pm}_ERR_UNBOUND = -5, /* an arena or staged source was never bound */"
+    )?;
+    writeln!(
+        out,
+        "    {pm}_ERR_COUNT = -6 /* a table with the wrong number of entries */"
+    )?;
     writeln!(out, "}} {p}_status_t;\n")?;
 
     writeln!(out, "enum {p}_tensor_kind {{")?;
     for (value, kind) in KINDS.iter().enumerate() {
         let separator = if value + 1 < KINDS.len() { "," } else { "" };
-        writeln!(out, "    {} = {value}{separator}", kind_constant(&pm, *kind))?;
+        writeln!(
+            out,
+            "    {} = {value}{separator}",
+            kind_constant(&pm, *kind)
+        )?;
     }
     writeln!(out, "}};\n")?;
 
-    writeln!(out, "/* Tensors, by index in the plan. */\nenum {p}_tensor_id {{")?;
+    writeln!(
+        out,
+        "/* Tensors, by index in the plan. */\nenum {p}_tensor_id {{"
+    )?;
     for (index, tensor) in plan.tensors.iter().enumerate() {
         let name = if tensor.name == tensor.id {
             String::new()
         } else {
-            format!(" `{}`", comment_text(&tensor.name))
+            format!(" (name `{}`)", comment_text(&tensor.name))
         };
         writeln!(
             out,
@@ -140,7 +159,11 @@ pub fn tensors_h(plan: &RenderPlan) -> Result<String, fmt::Error> {
 
     for region in &plan.regions {
         writeln!(out, "#define {}_size {}u", region.c_name, region.size)?;
-        writeln!(out, "#define {}_alignment {}u", region.c_name, region.alignment)?;
+        writeln!(
+            out,
+            "#define {}_alignment {}u",
+            region.c_name, region.alignment
+        )?;
     }
     if !plan.regions.is_empty() {
         writeln!(out)?;
@@ -291,9 +314,15 @@ fn write_bind_declarations(out: &mut String, plan: &RenderPlan) -> fmt::Result {
     if payloads > 0 {
         writeln!(out, "typedef struct {{")?;
         writeln!(out, "    uint32_t region;")?;
-        writeln!(out, "    const char *file; /* sidecar file name, in the output directory */")?;
+        writeln!(
+            out,
+            "    const char *file; /* sidecar file name, in the output directory */"
+        )?;
         writeln!(out, "    size_t size;")?;
-        writeln!(out, "    uint8_t staged; /* 1: staged (source of a copy), 0: cold (read in place) */")?;
+        writeln!(
+            out,
+            "    uint8_t staged; /* 1: staged (source of a copy), 0: cold (read in place) */"
+        )?;
         writeln!(out, "}} {p}_payload_t;")?;
         writeln!(
             out,

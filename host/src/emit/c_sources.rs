@@ -100,12 +100,7 @@ fn write_region_tables(out: &mut String, plan: &RenderPlan) -> fmt::Result {
                 "    [{}] = (uint8_t *)(uintptr_t){},",
                 region.c_name, payload.symbol
             )?,
-            _ => writeln!(
-                out,
-                "    [{}] = {},",
-                region.c_name,
-                region.buffer_symbol()
-            )?,
+            _ => writeln!(out, "    [{}] = {},", region.c_name, region.buffer_symbol())?,
         }
     }
     writeln!(out, "}};\n")
@@ -202,7 +197,10 @@ fn write_bind_functions(out: &mut String, plan: &RenderPlan) -> fmt::Result {
     )?;
     if plan.regions.is_empty() {
         writeln!(out, "    (void)region;\n    (void)buffer;\n    (void)size;")?;
-        writeln!(out, "    return {pm}_ERR_REGION; /* the plan has no regions */")?;
+        writeln!(
+            out,
+            "    return {pm}_ERR_REGION; /* the plan has no regions */"
+        )?;
     } else {
         writeln!(
             out,
@@ -254,7 +252,10 @@ fn write_bind_functions(out: &mut String, plan: &RenderPlan) -> fmt::Result {
         "    if (count != (size_t){p}_num_arena_buffers) {{\n        return {pm}_ERR_COUNT;\n    }}"
     )?;
     if plan.regions.is_empty() {
-        writeln!(out, "    (void)buffers;\n    (void)sizes;\n    (void)region;")?;
+        writeln!(
+            out,
+            "    (void)buffers;\n    (void)sizes;\n    (void)region;"
+        )?;
     } else {
         writeln!(
             out,
@@ -284,14 +285,20 @@ fn write_bind_functions(out: &mut String, plan: &RenderPlan) -> fmt::Result {
     )?;
     if plan.staged_regions().next().is_none() {
         writeln!(out, "    (void)region;\n    (void)source;\n    (void)size;")?;
-        writeln!(out, "    return {pm}_ERR_REGION; /* no staged constant regions */")?;
+        writeln!(
+            out,
+            "    return {pm}_ERR_REGION; /* no staged constant regions */"
+        )?;
     } else {
         writeln!(out, "    size_t blob;")?;
         writeln!(
             out,
             "    for (blob = 0; blob < {pm}_NUM_STAGED_BLOBS; ++blob) {{"
         )?;
-        writeln!(out, "        if ({p}_staged_blobs[blob].region == region) {{")?;
+        writeln!(
+            out,
+            "        if ({p}_staged_blobs[blob].region == region) {{"
+        )?;
         writeln!(
             out,
             "            if (source == NULL) {{\n                return {pm}_ERR_NULL;\n            }}"
@@ -456,7 +463,10 @@ fn write_blob(
         region.source_memory
     )?;
     if payload.bytes.is_empty() {
-        writeln!(out, "    0x00 /* empty arena: one byte, as C has no empty arrays */")?;
+        writeln!(
+            out,
+            "    0x00 /* empty arena: one byte, as C has no empty arrays */"
+        )?;
     }
     for segment in &payload.segments {
         let (offset, size) = match *segment {

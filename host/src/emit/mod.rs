@@ -62,7 +62,11 @@ pub fn output_files(plan: &RenderPlan) -> Result<Vec<OutputFile>> {
         },
     ];
     if plan.external_arenas {
-        for payload in plan.regions.iter().filter_map(|region| region.payload.as_ref()) {
+        for payload in plan
+            .regions
+            .iter()
+            .filter_map(|region| region.payload.as_ref())
+        {
             files.push(OutputFile {
                 name: payload.sidecar.clone(),
                 contents: payload.bytes.clone(),

@@ -128,7 +128,14 @@ pub fn write_text(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
         writeln!(
             out,
             "{:>6}  {:<10}  {:<8}  {:<14}  {:>12}  {:>12}  {:>13}  {:>10}",
-            "region", "role", "memory", "source", "size", "lower bound", "fragmentation", "budget use"
+            "region",
+            "role",
+            "memory",
+            "source",
+            "size",
+            "lower bound",
+            "fragmentation",
+            "budget use"
         )?;
         for region in &plan.regions {
             let source = match region.constant_kind() {

@@ -2,9 +2,10 @@
 //!
 //! In a panel, x is the op step and y the byte offset (0 at the bottom); each tensor with
 //! bytes of its own is a rectangle spanning its lifetime and its bytes, with a tooltip
-//! (name, id, size, offset, lifetime). The dashed line is the arena's lower bound: the gap
-//! between it and the top of the panel (the arena size) is what the plan spends above the
-//! best possible. Aliases are not drawn (their bytes are their root's).
+//! (name, id, size, offset, lifetime) and, where it fits, its name. The dashed line is the
+//! arena's lower bound; the tinted band between it and the top of the panel (the arena size)
+//! is what the plan spends above the best possible. Aliases are not drawn (their bytes are
+//! their root's).
 
 use std::fmt::{self, Write};
 
@@ -106,6 +107,18 @@ fn write_panel(out: &mut String, plan: &RenderPlan, region: &Region, top: f64) -
         out,
         "<rect x=\"{LEFT:.1}\" y=\"{plot_top:.1}\" width=\"{plot_width:.1}\" height=\"{PLOT_HEIGHT:.1}\" fill=\"#f7f7f7\" stroke=\"#444\"/>"
     )?;
+    // The band between the lower bound and the arena size is what the plan spends above the
+    // best possible: tinted so that waste stands out.
+    let bound = y(region.lower_bound);
+    let ceiling = y(region.size);
+    if bound > ceiling {
+        writeln!(
+            out,
+            "<rect x=\"{LEFT:.1}\" y=\"{ceiling:.2}\" width=\"{plot_width:.1}\" height=\"{:.2}\" fill=\"#fbe3e3\"><title>above the lower bound: {} bytes</title></rect>",
+            bound - ceiling,
+            region.fragmentation()
+        )?;
+    }
     for &index in &region.tensors {
         let tensor = &plan.tensors[index];
         if tensor.alias_of.is_some() {
@@ -118,7 +131,7 @@ fn write_panel(out: &mut String, plan: &RenderPlan, region: &Region, top: f64) -
         // Hues spread by the golden angle so that neighbours differ; fixed by the tensor index.
         let hue = (index as u64 * 137) % 360;
         let name = if tensor.name == tensor.id {
-            format!("{}", xml(&tensor.id))
+            xml(&tensor.id)
         } else {
             format!("{} (id {})", xml(&tensor.name), xml(&tensor.id))
         };
@@ -133,8 +146,19 @@ fn write_panel(out: &mut String, plan: &RenderPlan, region: &Region, top: f64) -
             tensor.lifetime.last,
             tensor.kind.as_str()
         )?;
+        // Name the rectangle when there is room for a few characters (about 7 px each).
+        let room = ((right - left - 6.0) / 7.0).floor();
+        if lower - upper >= 14.0 && room >= 4.0 {
+            let label: String = tensor.name.chars().take(room as usize).collect();
+            writeln!(
+                out,
+                "<text x=\"{:.2}\" y=\"{:.2}\" font-size=\"11\" pointer-events=\"none\">{}</text>",
+                left + 3.0,
+                upper + 12.0,
+                xml(&label)
+            )?;
+        }
     }
-    let bound = y(region.lower_bound);
     writeln!(
         out,
         "<line x1=\"{LEFT:.1}\" y1=\"{bound:.2}\" x2=\"{:.1}\" y2=\"{bound:.2}\" stroke=\"#c00\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"><title>lower bound: {} bytes</title></line>",

@@ -9,7 +9,11 @@ use crate::error::{Error, Result};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Segment {
     /// The bytes of tensor `tensor` (index into the rendered tensors).
-    Tensor { tensor: usize, offset: u64, size: u64 },
+    Tensor {
+        tensor: usize,
+        offset: u64,
+        size: u64,
+    },
     /// Bytes no tensor owns (alignment gaps, the arena's tail): zero.
     Padding { offset: u64, size: u64 },
 }
@@ -37,7 +41,10 @@ pub struct PlacedConstant<'a> {
 }
 
 /// Packs `constants` (no aliases, no empty tensors) into an arena of `arena_size` bytes.
-pub fn pack(arena_size: u64, mut constants: Vec<PlacedConstant<'_>>) -> Result<(Vec<u8>, Vec<Segment>)> {
+pub fn pack(
+    arena_size: u64,
+    mut constants: Vec<PlacedConstant<'_>>,
+) -> Result<(Vec<u8>, Vec<Segment>)> {
     let length = usize::try_from(arena_size).map_err(|_| {
         Error::input(format!(
             "a constant arena of {arena_size} bytes does not fit in this host's memory"
@@ -48,7 +55,10 @@ pub fn pack(arena_size: u64, mut constants: Vec<PlacedConstant<'_>>) -> Result<(
     constants.sort_by_key(|constant| (constant.offset, constant.tensor));
     let mut cursor = 0u64;
     for constant in &constants {
-        let end = constant.offset.checked_add(constant.size).filter(|&end| end <= arena_size);
+        let end = constant
+            .offset
+            .checked_add(constant.size)
+            .filter(|&end| end <= arena_size);
         let Some(end) = end else {
             return Err(Error::internal(format!(
                 "constant tensor `{}` at offset {} ({} bytes) lies outside its {arena_size}-byte \
@@ -114,15 +124,26 @@ mod tests {
 
     #[test]
     fn places_bytes_at_offsets_and_zero_fills_the_rest() {
-        let (bytes, segments) =
-            pack(12, vec![constant(1, 4, &[7, 8, 9]), constant(0, 0, &[1, 2])]).unwrap();
+        let (bytes, segments) = pack(
+            12,
+            vec![constant(1, 4, &[7, 8, 9]), constant(0, 0, &[1, 2])],
+        )
+        .unwrap();
         assert_eq!(bytes, [1, 2, 0, 0, 7, 8, 9, 0, 0, 0, 0, 0]);
         assert_eq!(
             segments,
             [
-                Segment::Tensor { tensor: 0, offset: 0, size: 2 },
+                Segment::Tensor {
+                    tensor: 0,
+                    offset: 0,
+                    size: 2
+                },
                 Segment::Padding { offset: 2, size: 2 },
-                Segment::Tensor { tensor: 1, offset: 4, size: 3 },
+                Segment::Tensor {
+                    tensor: 1,
+                    offset: 4,
+                    size: 3
+                },
                 Segment::Padding { offset: 7, size: 5 },
             ]
         );
@@ -139,7 +160,14 @@ mod tests {
         };
         let (bytes, segments) = pack(4, vec![placed]).unwrap();
         assert_eq!(bytes, [0; 4]);
-        assert_eq!(segments, [Segment::Tensor { tensor: 0, offset: 0, size: 4 }]);
+        assert_eq!(
+            segments,
+            [Segment::Tensor {
+                tensor: 0,
+                offset: 0,
+                size: 4
+            }]
+        );
     }
 
     #[test]

@@ -193,7 +193,10 @@ pub fn render(
         let slot = allocation_of
             .get_mut(allocation.tensor as usize)
             .ok_or_else(|| {
-                Error::internal(format!("the plan places unknown tensor #{}", allocation.tensor))
+                Error::internal(format!(
+                    "the plan places unknown tensor #{}",
+                    allocation.tensor
+                ))
             })?;
         if slot.replace(allocation).is_some() {
             return Err(Error::internal(format!(
@@ -203,12 +206,19 @@ pub fn render(
         }
     }
 
-    let ids: Vec<&str> = request.tensors.iter().map(|tensor| tensor.id.as_str()).collect();
+    let ids: Vec<&str> = request
+        .tensors
+        .iter()
+        .map(|tensor| tensor.id.as_str())
+        .collect();
     let suffixes = names::tensor_suffixes(&ids);
     let mut tensors = Vec::with_capacity(request.tensors.len());
     for (index, (tensor, suffix)) in request.tensors.iter().zip(&suffixes).enumerate() {
         let allocation = allocation_of[index].ok_or_else(|| {
-            Error::internal(format!("tensor `{}` has no allocation in the checked plan", tensor.id))
+            Error::internal(format!(
+                "tensor `{}` has no allocation in the checked plan",
+                tensor.id
+            ))
         })?;
         let binding = allocation.binding;
         let memory = memory_name(binding.memory)?;
@@ -241,7 +251,10 @@ pub fn render(
             size: allocation.size,
             alignment: tensor.alignment,
             lifetime: tensor.lifetime,
-            alias_of: tensor.alias_of.into_option().map(|alias| alias.root as usize),
+            alias_of: tensor
+                .alias_of
+                .into_option()
+                .map(|alias| alias.root as usize),
         });
     }
     for (index, tensor) in tensors.iter().enumerate() {
@@ -389,4 +402,3 @@ fn check_symbols_are_unique(regions: &[Region]) -> Result<()> {
     }
     Ok(())
 }
-

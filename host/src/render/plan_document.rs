@@ -66,7 +66,10 @@ pub fn plan_document(request: &PlanRequest, plan: &MemoryPlan) -> Result<String>
                 .tensors
                 .get(allocation.tensor as usize)
                 .ok_or_else(|| {
-                    Error::internal(format!("the plan names unknown tensor #{}", allocation.tensor))
+                    Error::internal(format!(
+                        "the plan names unknown tensor #{}",
+                        allocation.tensor
+                    ))
                 })?;
             Ok(AllocationRecord {
                 tensor: tensor.id.as_str(),
