@@ -7,6 +7,7 @@
 use std::collections::BTreeSet;
 use std::fmt::{self, Write};
 
+use super::c_templates::{self, expand};
 use super::c_text::{array_len, comment_text, kind_constant, KINDS};
 use crate::render::RenderPlan;
 
@@ -82,30 +83,7 @@ pub fn tensors_h(plan: &RenderPlan) -> Result<String, fmt::Error> {
         writeln!(out)?;
     }
 
-    writeln!(
-        out,
-        "/* Results of the bind and hydrate functions. */\ntypedef enum {{"
-    )?;
-    writeln!(out, "    {pm}_OK = 0,")?;
-    writeln!(
-        out,
-        "    {pm}_ERR_REGION = -1, /* no such region (or not one that takes this call) */"
-    )?;
-    writeln!(out, "    {pm}_ERR_NULL = -2, /* a null pointer */")?;
-    writeln!(out, "    {pm}_ERR_SIZE = -3, /* a buffer smaller than the arena, or a source of the wrong size */")?;
-    writeln!(
-        out,
-        "    {pm}_ERR_ALIGNMENT = -4, /* a buffer not aligned to the arena's alignment */"
-    )?;
-    writeln!(
-        out,
-        "    {pm}_ERR_UNBOUND = -5, /* an arena or staged source was never bound */"
-    )?;
-    writeln!(
-        out,
-        "    {pm}_ERR_COUNT = -6 /* a table with the wrong number of entries */"
-    )?;
-    writeln!(out, "}} {p}_status_t;\n")?;
+    writeln!(out, "{}", expand(c_templates::STATUS_ENUM, p))?;
 
     writeln!(out, "enum {p}_tensor_kind {{")?;
     for (value, kind) in KINDS.iter().enumerate() {
@@ -169,16 +147,7 @@ pub fn tensors_h(plan: &RenderPlan) -> Result<String, fmt::Error> {
         writeln!(out)?;
     }
 
-    writeln!(
-        out,
-        "/* Where a tensor lives: its bytes are region base + offset. Empty tensors take no\n   space and have region == {p}_num_arena_buffers. */"
-    )?;
-    writeln!(out, "typedef struct {{")?;
-    writeln!(out, "    uint8_t kind; /* enum {p}_tensor_kind */")?;
-    writeln!(out, "    uint32_t region; /* enum {p}_arena_region */")?;
-    writeln!(out, "    size_t offset;")?;
-    writeln!(out, "    size_t size;")?;
-    writeln!(out, "}} {p}_descriptor_t;\n")?;
+    writeln!(out, "{}", expand(c_templates::DESCRIPTOR_TYPE, p))?;
     if !plan.tensors.is_empty() {
         writeln!(
             out,
@@ -259,11 +228,7 @@ pub fn tensors_h(plan: &RenderPlan) -> Result<String, fmt::Error> {
             "extern {constness}{p}_staged_blob_t {p}_staged_blobs[{pm}_NUM_STAGED_BLOBS];"
         )?;
     }
-    writeln!(
-        out,
-        "/* Copies every staged blob into its arena; call once at boot, before inference.\n   Returns {pm}_OK, or {pm}_ERR_UNBOUND if an arena or source is not bound. Weak where\n   the compiler allows it, so that firmware can replace it (e.g. with a DMA copy). */"
-    )?;
-    writeln!(out, "int {p}_hydrate_constants(void);\n")?;
+    writeln!(out, "{}", expand(c_templates::HYDRATE_DECLARATION, p))?;
 
     if plan.external_arenas {
         write_bind_declarations(&mut out, plan)?;
@@ -277,30 +242,7 @@ pub fn tensors_h(plan: &RenderPlan) -> Result<String, fmt::Error> {
 fn write_bind_declarations(out: &mut String, plan: &RenderPlan) -> fmt::Result {
     let p = &plan.prefix;
     let pm = plan.macro_prefix();
-    writeln!(
-        out,
-        "/* Binds the buffer of one region: checks that the region exists, the buffer is not NULL,\n   holds at least {p}_region_sizes[region] bytes and is aligned to\n   {p}_region_alignments[region]. A cold constant region is bound to its payload (sidecar\n   file contents) where it is stored. Returns {pm}_OK or an error; on error nothing changes. */"
-    )?;
-    writeln!(
-        out,
-        "int {p}_bind_arena(uint32_t region, void *buffer, size_t size);"
-    )?;
-    writeln!(
-        out,
-        "/* Binds all regions at once, buffers[i] and sizes[i] for region i; count must be\n   {p}_num_arena_buffers. Either every region is bound or (on error) none is. */"
-    )?;
-    writeln!(
-        out,
-        "int {p}_bind_arenas(void *const buffers[], const size_t sizes[], size_t count);"
-    )?;
-    writeln!(
-        out,
-        "/* Binds the source bytes of a staged constant region (its sidecar file contents);\n   size must equal the region size. */"
-    )?;
-    writeln!(
-        out,
-        "int {p}_bind_staged_source(uint32_t region, const void *source, size_t size);\n"
-    )?;
+    writeln!(out, "{}", expand(c_templates::BIND_DECLARATIONS, p))?;
     let payloads = plan
         .regions
         .iter()
@@ -312,18 +254,7 @@ fn write_bind_declarations(out: &mut String, plan: &RenderPlan) -> fmt::Result {
     )?;
     writeln!(out, "#define {pm}_NUM_CONSTANT_PAYLOADS {payloads}u")?;
     if payloads > 0 {
-        writeln!(out, "typedef struct {{")?;
-        writeln!(out, "    uint32_t region;")?;
-        writeln!(
-            out,
-            "    const char *file; /* sidecar file name, in the output directory */"
-        )?;
-        writeln!(out, "    size_t size;")?;
-        writeln!(
-            out,
-            "    uint8_t staged; /* 1: staged (source of a copy), 0: cold (read in place) */"
-        )?;
-        writeln!(out, "}} {p}_payload_t;")?;
+        write!(out, "{}", expand(c_templates::PAYLOAD_TYPE, p))?;
         writeln!(
             out,
             "extern const {p}_payload_t {p}_constant_payloads[{pm}_NUM_CONSTANT_PAYLOADS];"

@@ -4,12 +4,12 @@
 
 use std::fmt::{self, Write};
 
+use super::c_templates;
 use super::c_text::{array_len, comment_text, kind_constant};
 use crate::render::{ConstantPayload, Region, RenderPlan, Segment};
 
 pub fn tensors_c(plan: &RenderPlan) -> Result<String, fmt::Error> {
     let p = &plan.prefix;
-    let pm = plan.macro_prefix();
     let mut out = String::new();
     writeln!(
         out,
@@ -17,9 +17,7 @@ pub fn tensors_c(plan: &RenderPlan) -> Result<String, fmt::Error> {
     )?;
     writeln!(out, "#include \"{p}_tensors.h\"\n")?;
     writeln!(out, "#include <string.h>\n")?;
-    writeln!(out, "#if defined(__GNUC__) || defined(__clang__)")?;
-    writeln!(out, "#define {pm}_WEAK __attribute__((weak))")?;
-    writeln!(out, "#else\n#define {pm}_WEAK\n#endif\n")?;
+    writeln!(out, "{}", c_templates::expand(c_templates::WEAK_MACRO, p))?;
 
     if !plan.external_arenas {
         write_buffers(&mut out, plan)?;
@@ -163,191 +161,36 @@ fn write_staged_table(out: &mut String, plan: &RenderPlan) -> fmt::Result {
 }
 
 fn write_data_of(out: &mut String, plan: &RenderPlan) -> fmt::Result {
-    let p = &plan.prefix;
-    writeln!(out, "uint8_t *{p}_data_of(uint32_t tensor) {{")?;
-    if plan.tensors.is_empty() || plan.regions.is_empty() {
-        writeln!(out, "    (void)tensor; /* no tensor has bytes */")?;
-        writeln!(out, "    return NULL;")?;
+    let template = if plan.tensors.is_empty() || plan.regions.is_empty() {
+        c_templates::DATA_OF_NOTHING
     } else {
-        writeln!(out, "    const {p}_descriptor_t *descriptor;")?;
-        writeln!(out, "    uint8_t *base;")?;
-        writeln!(out, "    if (tensor >= (uint32_t){p}_num_tensors) {{")?;
-        writeln!(out, "        return NULL;\n    }}")?;
-        writeln!(out, "    descriptor = &{p}_descriptors[tensor];")?;
-        writeln!(
-            out,
-            "    if (descriptor->region >= (uint32_t){p}_num_arena_buffers) {{"
-        )?;
-        writeln!(out, "        return NULL;\n    }}")?;
-        writeln!(out, "    base = {p}_region_bases[descriptor->region];")?;
-        writeln!(
-            out,
-            "    return base == NULL ? NULL : base + descriptor->offset;"
-        )?;
-    }
-    writeln!(out, "}}\n")
+        c_templates::DATA_OF
+    };
+    writeln!(out, "{}", c_templates::expand(template, &plan.prefix))
 }
 
 fn write_bind_functions(out: &mut String, plan: &RenderPlan) -> fmt::Result {
-    let p = &plan.prefix;
-    let pm = plan.macro_prefix();
-    writeln!(
-        out,
-        "static int {p}_check_arena(uint32_t region, const void *buffer, size_t size) {{"
-    )?;
-    if plan.regions.is_empty() {
-        writeln!(out, "    (void)region;\n    (void)buffer;\n    (void)size;")?;
-        writeln!(
-            out,
-            "    return {pm}_ERR_REGION; /* the plan has no regions */"
-        )?;
+    let arenas = if plan.regions.is_empty() {
+        c_templates::BIND_ARENAS_NO_REGIONS
     } else {
-        writeln!(
-            out,
-            "    if (region >= (uint32_t){p}_num_arena_buffers) {{\n        return {pm}_ERR_REGION;\n    }}"
-        )?;
-        writeln!(
-            out,
-            "    if (buffer == NULL) {{\n        return {pm}_ERR_NULL;\n    }}"
-        )?;
-        writeln!(
-            out,
-            "    if (size < {p}_region_sizes[region]) {{\n        return {pm}_ERR_SIZE;\n    }}"
-        )?;
-        writeln!(
-            out,
-            "    if (((uintptr_t)buffer & (uintptr_t)({p}_region_alignments[region] - 1u)) != 0u) {{\n        return {pm}_ERR_ALIGNMENT;\n    }}"
-        )?;
-        writeln!(out, "    return {pm}_OK;")?;
-    }
-    writeln!(out, "}}\n")?;
-
-    writeln!(
-        out,
-        "int {p}_bind_arena(uint32_t region, void *buffer, size_t size) {{"
-    )?;
-    writeln!(
-        out,
-        "    int status = {p}_check_arena(region, buffer, size);"
-    )?;
-    if plan.regions.is_empty() {
-        writeln!(out, "    return status;")?;
+        c_templates::BIND_ARENAS
+    };
+    let staged = if plan.staged_regions().next().is_none() {
+        c_templates::BIND_STAGED_SOURCE_NONE
     } else {
-        writeln!(out, "    if (status == {pm}_OK) {{")?;
-        writeln!(
-            out,
-            "        {p}_region_bases[region] = (uint8_t *)buffer;\n    }}"
-        )?;
-        writeln!(out, "    return status;")?;
-    }
-    writeln!(out, "}}\n")?;
-
-    writeln!(
-        out,
-        "int {p}_bind_arenas(void *const buffers[], const size_t sizes[], size_t count) {{"
-    )?;
-    writeln!(out, "    size_t region;")?;
-    writeln!(
-        out,
-        "    if (count != (size_t){p}_num_arena_buffers) {{\n        return {pm}_ERR_COUNT;\n    }}"
-    )?;
-    if plan.regions.is_empty() {
-        writeln!(
-            out,
-            "    (void)buffers;\n    (void)sizes;\n    (void)region;"
-        )?;
-    } else {
-        writeln!(
-            out,
-            "    if (buffers == NULL || sizes == NULL) {{\n        return {pm}_ERR_NULL;\n    }}"
-        )?;
-        writeln!(out, "    for (region = 0; region < count; ++region) {{")?;
-        writeln!(
-            out,
-            "        int status = {p}_check_arena((uint32_t)region, buffers[region], sizes[region]);"
-        )?;
-        writeln!(
-            out,
-            "        if (status != {pm}_OK) {{\n            return status;\n        }}\n    }}"
-        )?;
-        writeln!(out, "    for (region = 0; region < count; ++region) {{")?;
-        writeln!(
-            out,
-            "        {p}_region_bases[region] = (uint8_t *)buffers[region];\n    }}"
-        )?;
-    }
-    writeln!(out, "    return {pm}_OK;")?;
-    writeln!(out, "}}\n")?;
-
-    writeln!(
-        out,
-        "int {p}_bind_staged_source(uint32_t region, const void *source, size_t size) {{"
-    )?;
-    if plan.staged_regions().next().is_none() {
-        writeln!(out, "    (void)region;\n    (void)source;\n    (void)size;")?;
-        writeln!(
-            out,
-            "    return {pm}_ERR_REGION; /* no staged constant regions */"
-        )?;
-    } else {
-        writeln!(out, "    size_t blob;")?;
-        writeln!(
-            out,
-            "    for (blob = 0; blob < {pm}_NUM_STAGED_BLOBS; ++blob) {{"
-        )?;
-        writeln!(
-            out,
-            "        if ({p}_staged_blobs[blob].region == region) {{"
-        )?;
-        writeln!(
-            out,
-            "            if (source == NULL) {{\n                return {pm}_ERR_NULL;\n            }}"
-        )?;
-        writeln!(
-            out,
-            "            if (size != {p}_staged_blobs[blob].size) {{\n                return {pm}_ERR_SIZE;\n            }}"
-        )?;
-        writeln!(
-            out,
-            "            {p}_staged_blobs[blob].source = (const uint8_t *)source;"
-        )?;
-        writeln!(out, "            return {pm}_OK;\n        }}\n    }}")?;
-        writeln!(out, "    return {pm}_ERR_REGION;")?;
-    }
-    writeln!(out, "}}\n")
+        c_templates::BIND_STAGED_SOURCE
+    };
+    writeln!(out, "{}", c_templates::expand(arenas, &plan.prefix))?;
+    writeln!(out, "{}", c_templates::expand(staged, &plan.prefix))
 }
 
 fn write_hydrate(out: &mut String, plan: &RenderPlan) -> fmt::Result {
-    let p = &plan.prefix;
-    let pm = plan.macro_prefix();
-    writeln!(out, "{pm}_WEAK int {p}_hydrate_constants(void) {{")?;
-    if plan.staged_regions().next().is_none() {
-        writeln!(out, "    return {pm}_OK; /* no staged constants */")?;
+    let template = if plan.staged_regions().next().is_none() {
+        c_templates::HYDRATE_NOTHING
     } else {
-        writeln!(out, "    size_t blob;")?;
-        writeln!(
-            out,
-            "    for (blob = 0; blob < {pm}_NUM_STAGED_BLOBS; ++blob) {{"
-        )?;
-        writeln!(
-            out,
-            "        uint8_t *arena = {p}_region_bases[{p}_staged_blobs[blob].region];"
-        )?;
-        writeln!(
-            out,
-            "        if (arena == NULL || {p}_staged_blobs[blob].source == NULL) {{\n            return {pm}_ERR_UNBOUND;\n        }}\n    }}"
-        )?;
-        writeln!(
-            out,
-            "    for (blob = 0; blob < {pm}_NUM_STAGED_BLOBS; ++blob) {{"
-        )?;
-        writeln!(
-            out,
-            "        memcpy({p}_region_bases[{p}_staged_blobs[blob].region], {p}_staged_blobs[blob].source,\n               {p}_staged_blobs[blob].size);\n    }}"
-        )?;
-        writeln!(out, "    return {pm}_OK;")?;
-    }
-    writeln!(out, "}}")
+        c_templates::HYDRATE
+    };
+    write!(out, "{}", c_templates::expand(template, &plan.prefix))
 }
 
 pub fn constants_c(plan: &RenderPlan) -> Result<String, fmt::Error> {

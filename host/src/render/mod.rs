@@ -12,7 +12,7 @@ mod plan_document;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use memplan_plugin_api::{Allocation, ArenaRole, Lifetime, TensorKind};
+use memplan_plugin_api::{Allocation, ArenaRole, Lifetime, MemoryRequest, PlanRequest, TensorKind};
 
 use crate::analyze::Analysis;
 use crate::check::CheckedPlan;
@@ -174,13 +174,7 @@ pub fn render(
             checked.lower_bounds.len()
         )));
     }
-    let memory_name = |index: u32| -> Result<&str> {
-        request
-            .memories
-            .get(index as usize)
-            .map(|memory| memory.name.as_str())
-            .ok_or_else(|| Error::internal(format!("the plan names unknown memory #{index}")))
-    };
+    let memory_name = |index: u32| memory_of(request, index).map(|memory| memory.name.as_str());
 
     let mut regions = build_regions(analysis, checked, &options.prefix)?;
     let region_of: BTreeMap<(ArenaRole, &str), usize> = regions
@@ -286,14 +280,17 @@ pub fn render(
     })
 }
 
+/// The memory a plan refers to by index (the checker has made sure it exists).
+fn memory_of(request: &PlanRequest, index: u32) -> Result<&MemoryRequest> {
+    request
+        .memories
+        .get(index as usize)
+        .ok_or_else(|| Error::internal(format!("the plan names unknown memory #{index}")))
+}
+
 /// The plan's arenas as regions, in region order, without their tensors yet.
 fn build_regions(analysis: &Analysis, checked: &CheckedPlan, prefix: &str) -> Result<Vec<Region>> {
-    let memories = &analysis.request.memories;
-    let memory = |index: u32| {
-        memories
-            .get(index as usize)
-            .ok_or_else(|| Error::internal(format!("the plan names unknown memory #{index}")))
-    };
+    let memory = |index: u32| memory_of(&analysis.request, index);
     let mut regions = Vec::with_capacity(checked.plan.arenas.len());
     for (arena, &lower_bound) in checked.plan.arenas.iter().zip(&checked.lower_bounds) {
         let runtime = memory(arena.memory)?;

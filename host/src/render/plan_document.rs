@@ -38,13 +38,7 @@ struct AllocationRecord<'a> {
 
 /// The plan file's text (pretty JSON, newline-terminated), in the plan's own order.
 pub fn plan_document(request: &PlanRequest, plan: &MemoryPlan) -> Result<String> {
-    let memory = |index: u32| -> Result<&str> {
-        request
-            .memories
-            .get(index as usize)
-            .map(|memory| memory.name.as_str())
-            .ok_or_else(|| Error::internal(format!("the plan names unknown memory #{index}")))
-    };
+    let memory = |index: u32| super::memory_of(request, index).map(|memory| memory.name.as_str());
     let arenas = plan
         .arenas
         .iter()
