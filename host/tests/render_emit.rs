@@ -293,3 +293,72 @@ fn layout_picture_has_a_panel_per_region_and_a_rectangle_per_tensor() {
     assert!(svg.contains("conv1/out (id 1): 512 bytes @ offset 256, steps 1-2"));
     fs::remove_dir_all(&root).unwrap();
 }
+
+fn report() -> memplan::emit::summary::RunReport {
+    memplan::emit::summary::RunReport {
+        planner: "greedy-bestfit".to_string(),
+        planner_summary: "hand-made".to_string(),
+        timings: vec![
+            ("plan", std::time::Duration::from_micros(1500)),
+            ("emit", std::time::Duration::from_micros(500)),
+        ],
+        out: "out".into(),
+        files: vec!["demo_tensors.h".to_string()],
+    }
+}
+
+#[test]
+fn json_summary_carries_arenas_hashes_planner_and_timings() {
+    let plan = rendered(false);
+    let mut stdout = Vec::new();
+    memplan::emit::summary::write_json(&plan, &report(), &mut stdout).unwrap();
+    let summary: serde_json::Value = serde_json::from_slice(&stdout).unwrap();
+    assert_eq!(summary["plan_hash"], plan.plan_hash.as_str());
+    assert_eq!(
+        summary["tensor_layout_hash"],
+        plan.tensor_layout_hash.as_str()
+    );
+    assert_eq!(summary["planner"], "greedy-bestfit");
+    assert_eq!(summary["timings_ms"]["plan"], 1.5);
+    assert_eq!(summary["timings_ms"]["total"], 2.0);
+    let arenas = summary["arenas"].as_array().unwrap();
+    assert_eq!(arenas.len(), plan.regions.len());
+    let staged = &arenas[4];
+    assert_eq!(staged["role"], "constant");
+    assert_eq!(staged["memory"], "SRAM");
+    assert_eq!(staged["source_memory"], "MRAM");
+    assert_eq!(staged["kind"], "staged");
+    assert_eq!(staged["size"], 160);
+    assert_eq!(staged["alignment"], 16);
+    assert_eq!(staged["lower_bound"], 160);
+    assert_eq!(arenas[0]["budget"], 65536);
+    assert_eq!(arenas[0]["budget_use_percent"], 1.17); // 768 / 65536
+}
+
+#[test]
+fn text_summary_has_a_line_per_region() {
+    // Give the DTCM arena slack above its lower bound to see fragmentation.
+    let (analysis, mut checked) = fixture::demo();
+    let dtcm = checked
+        .plan
+        .arenas
+        .iter()
+        .position(|arena| arena.memory == fixture::DTCM)
+        .unwrap();
+    checked.plan.arenas[dtcm].size = 1024;
+    let plan = render(&analysis, &checked, &options(false)).unwrap();
+    let mut stdout = Vec::new();
+    memplan::emit::summary::write_text(&plan, &report(), &mut stdout).unwrap();
+    let text = String::from_utf8(stdout).unwrap();
+    assert!(text.contains(&plan.plan_hash), "{text}");
+    assert!(text.contains("greedy-bestfit (hand-made)"), "{text}");
+    let dtcm_line = text
+        .lines()
+        .find(|line| line.contains("scratch") && line.contains("DTCM"))
+        .expect("a DTCM line");
+    // 1024 bytes, lower bound 768: 25% above the bound; 1024 / 65536 of the budget.
+    for expected in ["1024", "768", "25.0%", "1.6%"] {
+        assert!(dtcm_line.contains(expected), "{dtcm_line}");
+    }
+    assert!(text.contains("MRAM (staged)"), "{text}");
+}
