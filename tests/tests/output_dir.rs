@@ -50,3 +50,47 @@ fn a_failed_run_leaves_the_previous_output_untouched() {
         describe(&output)
     );
 }
+
+#[test]
+fn bad_output_options_are_usage_errors_reported_before_reading_the_model() {
+    let dir = temp_dir("bad-output-options");
+    // The model does not exist: these runs must fail on the options, before reading it.
+    let model = dir.join("missing.json");
+
+    let output = run_memplan([
+        "plan".as_ref(),
+        model.as_os_str(),
+        "--prefix".as_ref(),
+        "my-model".as_ref(),
+        "--out".as_ref(),
+        dir.join("out").as_os_str(),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("--prefix `my-model`"),
+        "{}",
+        describe(&output)
+    );
+
+    let sources = dir.join("src");
+    fs::create_dir(&sources).unwrap();
+    fs::write(sources.join("main.c"), b"int main(void) { return 0; }\n").unwrap();
+    let output = run_memplan([
+        "plan".as_ref(),
+        model.as_os_str(),
+        "--out".as_ref(),
+        sources.as_os_str(),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("main.c"),
+        "{}",
+        describe(&output)
+    );
+    assert_eq!(
+        fs::read(sources.join("main.c")).unwrap(),
+        b"int main(void) { return 0; }\n"
+    );
+    let entries: Vec<String> = snapshot(&dir).into_keys().collect();
+    assert_eq!(entries, ["src"], "nothing else is created");
+}

@@ -25,6 +25,14 @@ fn timed<T>(
 }
 
 pub fn run(args: &PlanArgs) -> Result<ExitCode> {
+    // Mistakes in the output options are reported before any (possibly long) planning.
+    let render_options = RenderOptions {
+        prefix: args.prefix.clone(),
+        external_arenas: args.external_arenas,
+    };
+    render::check_options(&render_options)?;
+    emit::check_destination(&args.out)?;
+
     let mut timings = Vec::new();
     let model = timed(&mut timings, "read", || input::read_model(&args.input))?;
     let mut analysis = timed(&mut timings, "analyze", || analyze::analyze(model))?;
@@ -40,14 +48,7 @@ pub fn run(args: &PlanArgs) -> Result<ExitCode> {
     let planner_summary = plan.summary.to_string();
     let checked = timed(&mut timings, "check", || check::check_plan(&analysis, plan))?;
     let rendered = timed(&mut timings, "render", || {
-        render::render(
-            &analysis,
-            &checked,
-            &RenderOptions {
-                prefix: args.prefix.clone(),
-                external_arenas: args.external_arenas,
-            },
-        )
+        render::render(&analysis, &checked, &render_options)
     })?;
     let files = timed(&mut timings, "emit", || emit::emit(&rendered, &args.out))?;
 

@@ -75,20 +75,13 @@ pub fn publish_with(
     out: &Path,
     write: &mut dyn FnMut(&Path, &[u8]) -> io::Result<()>,
 ) -> Result<()> {
-    let name = out.file_name().ok_or_else(|| {
-        Error::input(format!(
-            "--out `{}` does not name a directory memplan can replace; give a path such as \
-             ./memplan-out",
-            out.display()
-        ))
-    })?;
-    let name = name.to_string_lossy();
+    let name = directory_name(out)?;
+    check_replaceable(out)?;
     let parent = match out.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => PathBuf::from("."),
     };
     fs::create_dir_all(&parent).map_err(|error| write_error(&parent, error))?;
-    check_replaceable(out)?;
 
     let pid = std::process::id();
     let staging = parent.join(format!("{name}.tmp-{pid}"));
@@ -147,6 +140,26 @@ fn swap_into_place(staging: &Path, out: &Path, parent: &Path, name: &str, pid: u
         );
     }
     Ok(())
+}
+
+/// The last component of `out`, which names the temporary and backup directories.
+fn directory_name(out: &Path) -> Result<String> {
+    let name = out.file_name().ok_or_else(|| {
+        Error::input(format!(
+            "--out `{}` does not name a directory memplan can replace; give a path such as \
+             ./memplan-out",
+            out.display()
+        ))
+    })?;
+    Ok(name.to_string_lossy().into_owned())
+}
+
+/// Whether `out` can be (re)placed by [`publish`]: it must name a directory and, if it
+/// exists, be a directory holding only files memplan writes. The plan command asks this
+/// before planning, so that a wrong `--out` is reported before a long planner run.
+pub fn check_destination(out: &Path) -> Result<()> {
+    directory_name(out)?;
+    check_replaceable(out)
 }
 
 /// An existing `out` must be a directory holding only files memplan writes.

@@ -67,6 +67,7 @@ struct TensorRecord<'a> {
     region_id: Option<usize>,
     offset: u64,
     size: u64,
+    alignment: u64,
     first_step: u32,
     last_step: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -134,6 +135,7 @@ pub fn residency_json(plan: &RenderPlan) -> serde_json::Result<String> {
                 region_id: tensor.region,
                 offset: tensor.offset,
                 size: tensor.size,
+                alignment: tensor.alignment,
                 first_step: tensor.lifetime.first,
                 last_step: tensor.lifetime.last,
                 alias_of: tensor

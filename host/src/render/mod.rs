@@ -158,13 +158,19 @@ impl RenderPlan {
     }
 }
 
+/// Checks the options alone (the prefix must be a C identifier), so that the plan command can
+/// report a bad `--prefix` before planning.
+pub fn check_options(options: &RenderOptions) -> Result<()> {
+    names::check_prefix(&options.prefix)
+}
+
 /// Renders `checked` for firmware.
 pub fn render(
     analysis: &Analysis,
     checked: &CheckedPlan,
     options: &RenderOptions,
 ) -> Result<RenderPlan> {
-    names::check_prefix(&options.prefix)?;
+    check_options(options)?;
     let request = &analysis.request;
     let plan = &checked.plan;
     if checked.lower_bounds.len() != plan.arenas.len() {
