@@ -21,7 +21,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::render::RenderPlan;
 
-pub use atomic::{check_destination, OutputFile, OUTPUT_SUFFIXES};
+pub use atomic::{check_destination, OutputFile};
 
 /// Every file of the output directory, formatted, sorted by name.
 pub fn output_files(plan: &RenderPlan) -> Result<Vec<OutputFile>> {

@@ -19,7 +19,6 @@ use crate::check::CheckedPlan;
 use crate::error::{Error, Result};
 
 pub use blob::{ConstantPayload, Segment};
-pub use names::is_c_identifier;
 
 /// Options of the render stage.
 #[derive(Clone, Debug)]
