@@ -1,35 +1,69 @@
 //! `memplan plan`: read → analyze → plan (plugin) → check → render → emit.
 
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use abi_stable::std_types::RString;
 
-use crate::cli::PlanArgs;
-use crate::error::Result;
+use crate::cli::{Format, PlanArgs};
+use crate::emit::summary::{self, RunReport};
+use crate::error::{Error, Result};
 use crate::registry::{Registry, RunLimits};
 use crate::render::RenderOptions;
 use crate::{analyze, check, emit, input, render};
 
+/// Runs `stage` and records how long it took under `name`.
+fn timed<T>(
+    timings: &mut Vec<(&'static str, Duration)>,
+    name: &'static str,
+    stage: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    let start = Instant::now();
+    let result = stage();
+    timings.push((name, start.elapsed()));
+    result
+}
+
 pub fn run(args: &PlanArgs) -> Result<ExitCode> {
-    let model = input::read_model(&args.input)?;
-    let mut analysis = analyze::analyze(model)?;
+    // Mistakes in the output options are reported before any (possibly long) planning.
+    let render_options = RenderOptions {
+        prefix: args.prefix.clone(),
+        external_arenas: args.external_arenas,
+    };
+    render::check_options(&render_options)?;
+    emit::check_destination(&args.out)?;
+
+    let mut timings = Vec::new();
+    let model = timed(&mut timings, "read", || input::read_model(&args.input))?;
+    let mut analysis = timed(&mut timings, "analyze", || analyze::analyze(model))?;
     analysis.request.options = RString::from(args.planner_options.as_str());
 
     let registry = Registry::discover(&args.plugins.plugin_dirs)?;
     let limits = RunLimits {
         timeout: args.timeout.map(Duration::from_secs_f64),
     };
-    let plan = registry.plan(&args.planner, &analysis.request, &limits)?;
-    let checked = check::check_plan(&analysis, plan)?;
-    let rendered = render::render(
-        &analysis,
-        &checked,
-        &RenderOptions {
-            prefix: args.prefix.clone(),
-            external_arenas: args.external_arenas,
-        },
-    )?;
-    emit::emit(&rendered, &args.out)?;
+    let plan = timed(&mut timings, "plan", || {
+        registry.plan(&args.planner, &analysis.request, &limits)
+    })?;
+    let planner_summary = plan.summary.to_string();
+    let checked = timed(&mut timings, "check", || check::check_plan(&analysis, plan))?;
+    let rendered = timed(&mut timings, "render", || {
+        render::render(&analysis, &checked, &render_options)
+    })?;
+    let files = timed(&mut timings, "emit", || emit::emit(&rendered, &args.out))?;
+
+    let report = RunReport {
+        planner: args.planner.clone(),
+        planner_summary,
+        timings,
+        out: args.out.clone(),
+        files,
+    };
+    let mut stdout = std::io::stdout().lock();
+    match args.format {
+        Format::Text => summary::write_text(&rendered, &report, &mut stdout),
+        Format::Json => summary::write_json(&rendered, &report, &mut stdout),
+    }
+    .map_err(|error| Error::internal(format!("cannot write the summary to stdout: {error}")))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,11 +1,92 @@
-//! Emit stage: writes the rendered plan's files, atomically.
+//! Emit stage: formats the rendered plan's files and writes them atomically.
+//!
+//! Files in the output directory (see docs/output-files.md):
+//! `{prefix}_tensors.h`, `{prefix}_tensors.c`, `{prefix}_constants.c`,
+//! `{prefix}_residency.json`, `{prefix}_plan.json`, `{prefix}_layout.svg`, and with external
+//! arenas one sidecar `.bin` per constant payload. Everything is formatted in memory first,
+//! from the render plan alone (no clock, no paths, sorted tables), so two runs on the same
+//! inputs write byte-identical files.
+
+mod atomic;
+mod c_header;
+mod c_sources;
+mod c_templates;
+mod c_text;
+mod residency;
+pub mod summary;
+mod svg;
 
 use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::render::RenderPlan;
 
-/// Placeholder until the emit issue lands.
-pub fn emit(_rendered: &RenderPlan, _out: &Path) -> Result<()> {
-    Err(Error::internal("emit is not implemented yet"))
+pub use atomic::{check_destination, OutputFile};
+
+/// Every file of the output directory, formatted, sorted by name.
+pub fn output_files(plan: &RenderPlan) -> Result<Vec<OutputFile>> {
+    let p = &plan.prefix;
+    let mut files = vec![
+        OutputFile {
+            name: format!("{p}_tensors.h"),
+            contents: c_header::tensors_h(plan)
+                .map_err(format_error("the C header"))?
+                .into_bytes(),
+        },
+        OutputFile {
+            name: format!("{p}_tensors.c"),
+            contents: c_sources::tensors_c(plan)
+                .map_err(format_error("the tensor tables"))?
+                .into_bytes(),
+        },
+        OutputFile {
+            name: format!("{p}_constants.c"),
+            contents: c_sources::constants_c(plan)
+                .map_err(format_error("the constant blobs"))?
+                .into_bytes(),
+        },
+        OutputFile {
+            name: format!("{p}_residency.json"),
+            contents: residency::residency_json(plan)
+                .map_err(format_error("the residency report"))?
+                .into_bytes(),
+        },
+        OutputFile {
+            name: format!("{p}_plan.json"),
+            contents: plan.plan_document.clone().into_bytes(),
+        },
+        OutputFile {
+            name: format!("{p}_layout.svg"),
+            contents: svg::layout_svg(plan)
+                .map_err(format_error("the layout picture"))?
+                .into_bytes(),
+        },
+    ];
+    if plan.external_arenas {
+        for payload in plan
+            .regions
+            .iter()
+            .filter_map(|region| region.payload.as_ref())
+        {
+            files.push(OutputFile {
+                name: payload.sidecar.clone(),
+                contents: payload.bytes.clone(),
+            });
+        }
+    }
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(files)
+}
+
+/// Turns a formatting failure (a bug: formatting into memory cannot fail) into an error.
+fn format_error<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> Error {
+    move |error| Error::internal(format!("cannot format {what}: {error}"))
+}
+
+/// Writes the rendered plan into directory `out`, replacing it atomically; returns the
+/// names of the files written. On failure `out` is left exactly as it was.
+pub fn emit(plan: &RenderPlan, out: &Path) -> Result<Vec<String>> {
+    let files = output_files(plan)?;
+    atomic::publish(&files, out)?;
+    Ok(files.into_iter().map(|file| file.name).collect())
 }

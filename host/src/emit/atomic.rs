@@ -1,0 +1,323 @@
+//! Publishing the output directory atomically.
+//!
+//! Every file is first written (and fsynced) into `<out>.tmp-<pid>` beside `--out`; only
+//! when all of them are on disk is the old directory renamed to `<out>.old-<pid>`, the new
+//! one renamed into place and the old one deleted. Any failure before the swap removes the
+//! temporary directory and leaves `--out` exactly as it was; a failure of the second rename
+//! puts the old directory back.
+//!
+//! Because the whole directory is replaced, memplan refuses to replace one that holds
+//! anything it did not write (a mistaken `--out src` must not delete sources).
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// One file of the output directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputFile {
+    pub name: String,
+    pub contents: Vec<u8>,
+}
+
+/// Endings of every file name memplan writes into an output directory.
+pub const OUTPUT_SUFFIXES: [&str; 7] = [
+    "_tensors.h",
+    "_tensors.c",
+    "_constants.c",
+    "_residency.json",
+    "_plan.json",
+    "_layout.svg",
+    ".bin",
+];
+
+fn is_memplan_output(name: &str) -> bool {
+    OUTPUT_SUFFIXES.iter().any(|suffix| name.ends_with(suffix))
+}
+
+fn write_error(path: &Path, error: io::Error) -> Error {
+    Error::input(format!(
+        "cannot write `{}`: {error}; check that the --out directory's parent is writable",
+        path.display()
+    ))
+}
+
+/// Creates `path` with `contents` and waits until they are on disk.
+pub fn write_synced(path: &Path, contents: &[u8]) -> io::Result<()> {
+    let mut file = fs::File::create(path)?;
+    file.write_all(contents)?;
+    file.sync_all()
+}
+
+/// Flushes a directory's entries (new names, renames) to disk where the platform allows it.
+fn sync_directory(path: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        fs::File::open(path)?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        Ok(())
+    }
+}
+
+/// Replaces directory `out` by one holding exactly `files`.
+pub fn publish(files: &[OutputFile], out: &Path) -> Result<()> {
+    publish_with(files, out, &mut write_synced)
+}
+
+/// [`publish`] with the file writer given, so that tests can make a write fail midway.
+pub fn publish_with(
+    files: &[OutputFile],
+    out: &Path,
+    write: &mut dyn FnMut(&Path, &[u8]) -> io::Result<()>,
+) -> Result<()> {
+    let name = directory_name(out)?;
+    check_replaceable(out)?;
+    let parent = match out.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs::create_dir_all(&parent).map_err(|error| write_error(&parent, error))?;
+
+    let pid = std::process::id();
+    let staging = parent.join(format!("{name}.tmp-{pid}"));
+    if staging.exists() {
+        fs::remove_dir_all(&staging).map_err(|error| write_error(&staging, error))?;
+    }
+    let written = fs::create_dir(&staging)
+        .map_err(|error| write_error(&staging, error))
+        .and_then(|()| {
+            for file in files {
+                let path = staging.join(&file.name);
+                write(&path, &file.contents).map_err(|error| write_error(&path, error))?;
+            }
+            sync_directory(&staging).map_err(|error| write_error(&staging, error))
+        });
+    if let Err(error) = written {
+        let _ = fs::remove_dir_all(&staging);
+        return Err(error);
+    }
+    if let Err(error) = swap_into_place(&staging, out, &parent, &name, pid) {
+        let _ = fs::remove_dir_all(&staging);
+        return Err(error);
+    }
+    // The new directory is in place; a failed flush of the parent only weakens durability.
+    let _ = sync_directory(&parent);
+    Ok(())
+}
+
+/// Renames `staging` to `out`, moving an existing `out` aside first and deleting it after.
+fn swap_into_place(staging: &Path, out: &Path, parent: &Path, name: &str, pid: u32) -> Result<()> {
+    if !out.exists() {
+        return fs::rename(staging, out).map_err(|error| write_error(out, error));
+    }
+    let backup = parent.join(format!("{name}.old-{pid}"));
+    if backup.exists() {
+        fs::remove_dir_all(&backup).map_err(|error| write_error(&backup, error))?;
+    }
+    fs::rename(out, &backup).map_err(|error| write_error(out, error))?;
+    if let Err(error) = fs::rename(staging, out) {
+        // Put the previous output back; if even that fails, say where it is.
+        return Err(match fs::rename(&backup, out) {
+            Ok(()) => write_error(out, error),
+            Err(restore) => Error::internal(format!(
+                "cannot move the new output into `{}` ({error}) nor the previous one back \
+                 ({restore}); the previous output is in `{}`",
+                out.display(),
+                backup.display()
+            )),
+        });
+    }
+    if let Err(error) = fs::remove_dir_all(&backup) {
+        tracing::warn!(
+            "the new output is in `{}` but the previous one could not be removed from `{}`: {error}",
+            out.display(),
+            backup.display()
+        );
+    }
+    Ok(())
+}
+
+/// The last component of `out`, which names the temporary and backup directories.
+fn directory_name(out: &Path) -> Result<String> {
+    let name = out.file_name().ok_or_else(|| {
+        Error::input(format!(
+            "--out `{}` does not name a directory memplan can replace; give a path such as \
+             ./memplan-out",
+            out.display()
+        ))
+    })?;
+    Ok(name.to_string_lossy().into_owned())
+}
+
+/// Whether `out` can be (re)placed by [`publish`]: it must name a directory and, if it
+/// exists, be a directory holding only files memplan writes. The plan command asks this
+/// before planning, so that a wrong `--out` is reported before a long planner run.
+pub fn check_destination(out: &Path) -> Result<()> {
+    directory_name(out)?;
+    check_replaceable(out)
+}
+
+/// An existing `out` must be a directory holding only files memplan writes.
+fn check_replaceable(out: &Path) -> Result<()> {
+    let metadata = match fs::symlink_metadata(out) {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => return Err(write_error(out, error)),
+    };
+    if !metadata.is_dir() {
+        return Err(Error::input(format!(
+            "--out `{}` exists and is not a directory; choose another --out",
+            out.display()
+        )));
+    }
+    let entries = fs::read_dir(out).map_err(|error| write_error(out, error))?;
+    let mut foreign = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|error| write_error(out, error))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_file = entry
+            .file_type()
+            .map(|kind| kind.is_file())
+            .unwrap_or(false);
+        if !is_file || !is_memplan_output(&name) {
+            foreign.push(name);
+        }
+    }
+    foreign.sort();
+    if foreign.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::input(format!(
+            "--out `{}` holds {} that memplan did not write ({}); memplan replaces the whole \
+             output directory, so give it an empty or memplan-only directory",
+            out.display(),
+            if foreign.len() == 1 {
+                "an entry"
+            } else {
+                "entries"
+            },
+            foreign.join(", ")
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    /// A fresh directory under the system temp dir, unique per test.
+    fn scratch_dir(test: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("memplan-atomic-{test}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+        fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| {
+                let entry = entry.unwrap();
+                (
+                    entry.file_name().to_string_lossy().into_owned(),
+                    fs::read(entry.path()).unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn files() -> Vec<OutputFile> {
+        ["m_tensors.h", "m_tensors.c", "m_constants.c", "m_plan.json"]
+            .iter()
+            .map(|name| OutputFile {
+                name: name.to_string(),
+                contents: format!("new {name}").into_bytes(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_failed_write_leaves_the_previous_output_untouched() {
+        let root = scratch_dir("failed-write");
+        let out = root.join("out");
+        fs::create_dir(&out).unwrap();
+        fs::write(out.join("m_tensors.h"), b"previous header").unwrap();
+        fs::write(out.join("old_layout.svg"), b"<svg/>").unwrap();
+        let before = snapshot(&out);
+
+        let mut count = 0;
+        let mut failing = |path: &Path, contents: &[u8]| {
+            count += 1;
+            if count == 3 {
+                return Err(io::Error::other("disk full (injected)"));
+            }
+            write_synced(path, contents)
+        };
+        let error = publish_with(&files(), &out, &mut failing).unwrap_err();
+        assert!(error.message.contains("disk full (injected)"), "{error}");
+        assert_eq!(snapshot(&out), before);
+        assert_eq!(
+            names(&root),
+            ["out"],
+            "the temporary directory must be removed"
+        );
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_successful_run_replaces_the_whole_directory() {
+        let root = scratch_dir("replace");
+        let out = root.join("nested").join("out");
+        publish(&files(), &out).unwrap();
+        fs::write(out.join("stale_layout.svg"), b"stale").unwrap();
+        publish(&files(), &out).unwrap();
+        let expected: BTreeMap<String, Vec<u8>> = files()
+            .into_iter()
+            .map(|file| (file.name, file.contents))
+            .collect();
+        assert_eq!(snapshot(&out), expected);
+        assert_eq!(
+            names(&root.join("nested")),
+            ["out"],
+            "no temporary or backup directory may remain"
+        );
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn refuses_to_replace_a_directory_with_foreign_files_or_a_file() {
+        let root = scratch_dir("foreign");
+        let out = root.join("src");
+        fs::create_dir(&out).unwrap();
+        fs::write(out.join("main.c"), b"int main(void) { return 0; }").unwrap();
+        let before = snapshot(&out);
+        let error = publish(&files(), &out).unwrap_err();
+        assert_eq!(error.kind, crate::ErrorKind::Input);
+        assert!(error.message.contains("main.c"), "{error}");
+        assert_eq!(snapshot(&out), before);
+
+        let file = root.join("plain-file");
+        fs::write(&file, b"x").unwrap();
+        let error = publish(&files(), &file).unwrap_err();
+        assert!(error.message.contains("not a directory"), "{error}");
+        assert_eq!(fs::read(&file).unwrap(), b"x");
+        fs::remove_dir_all(&root).unwrap();
+    }
+}

@@ -1,0 +1,151 @@
+//! `{prefix}_residency.json`: where everything lives, for people and scripts (heliaAOT's
+//! residency report, extended with lower bounds and sidecar names).
+
+use memplan_plugin_api::ArenaRole;
+use serde::Serialize;
+
+use crate::render::{Region, RenderPlan};
+
+/// Version of this document's layout; bump it when a field changes meaning or goes away.
+const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Serialize)]
+struct Residency<'a> {
+    schema_version: u32,
+    module_prefix: &'a str,
+    plan_hash: &'a str,
+    tensor_layout_hash: &'a str,
+    external_arenas: bool,
+    num_steps: u32,
+    arenas: ArenasByRole<'a>,
+    tensors: Vec<TensorRecord<'a>>,
+}
+
+#[derive(Serialize)]
+struct ArenasByRole<'a> {
+    scratch: Vec<ArenaRecord<'a>>,
+    persistent: Vec<ArenaRecord<'a>>,
+    constant: Vec<ArenaRecord<'a>>,
+}
+
+#[derive(Serialize)]
+struct ArenaRecord<'a> {
+    region_id: usize,
+    c_name: &'a str,
+    memory: &'a str,
+    /// End of the highest tensor.
+    used: u64,
+    total_size: u64,
+    alignment: u64,
+    /// The arena's lower bound: the most bytes live at any one step.
+    peak_live: u64,
+    /// `total_size - peak_live`.
+    fragmentation: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source_memory: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tensor_count: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payload_symbol: Option<&'a str>,
+    /// Written only with external arenas.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sidecar: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct TensorRecord<'a> {
+    id: &'a str,
+    name: &'a str,
+    c_name: &'a str,
+    kind: &'static str,
+    role: &'static str,
+    memory: &'a str,
+    source_memory: &'a str,
+    /// `null` for empty tensors, which take no space.
+    region_id: Option<usize>,
+    offset: u64,
+    size: u64,
+    alignment: u64,
+    first_step: u32,
+    last_step: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    alias_of: Option<&'a str>,
+}
+
+fn arena_record<'a>(plan: &'a RenderPlan, region: &'a Region) -> ArenaRecord<'a> {
+    let payload = region.payload.as_ref();
+    ArenaRecord {
+        region_id: region.id,
+        c_name: &region.c_name,
+        memory: &region.memory,
+        used: region.used,
+        total_size: region.size,
+        alignment: region.alignment,
+        peak_live: region.lower_bound,
+        fragmentation: region.fragmentation(),
+        source_memory: payload.map(|_| region.source_memory.as_str()),
+        kind: region.constant_kind(),
+        tensor_count: payload.map(|_| {
+            region
+                .tensors
+                .iter()
+                .filter(|&&tensor| plan.tensors[tensor].alias_of.is_none())
+                .count()
+        }),
+        payload_symbol: payload.map(|payload| payload.symbol.as_str()),
+        sidecar: payload
+            .filter(|_| plan.external_arenas)
+            .map(|payload| payload.sidecar.as_str()),
+    }
+}
+
+pub fn residency_json(plan: &RenderPlan) -> serde_json::Result<String> {
+    let by_role = |role| {
+        plan.regions
+            .iter()
+            .filter(|region| region.role == role)
+            .map(|region| arena_record(plan, region))
+            .collect()
+    };
+    let document = Residency {
+        schema_version: SCHEMA_VERSION,
+        module_prefix: &plan.prefix,
+        plan_hash: &plan.plan_hash,
+        tensor_layout_hash: &plan.tensor_layout_hash,
+        external_arenas: plan.external_arenas,
+        num_steps: plan.num_steps,
+        arenas: ArenasByRole {
+            scratch: by_role(ArenaRole::Scratch),
+            persistent: by_role(ArenaRole::Persistent),
+            constant: by_role(ArenaRole::Constant),
+        },
+        tensors: plan
+            .tensors
+            .iter()
+            .map(|tensor| TensorRecord {
+                id: &tensor.id,
+                name: &tensor.name,
+                c_name: &tensor.c_name,
+                kind: tensor.kind.as_str(),
+                role: tensor.role.as_str(),
+                memory: &tensor.memory,
+                source_memory: &tensor.source_memory,
+                region_id: tensor.region,
+                offset: tensor.offset,
+                size: tensor.size,
+                alignment: tensor.alignment,
+                first_step: tensor.lifetime.first,
+                last_step: tensor.lifetime.last,
+                alias_of: tensor
+                    .alias_of
+                    .and_then(|root| plan.tensors.get(root))
+                    .map(|root| root.id.as_str()),
+            })
+            .collect(),
+    };
+    let mut text = serde_json::to_string_pretty(&document)?;
+    text.push('\n');
+    Ok(text)
+}
