@@ -101,15 +101,22 @@ fn describe_failure(error: LibraryError) -> LoadFailure {
             ),
             None,
         ),
-        LibraryError::AbiInstability(report) => rejected(
-            format!(
-                "incompatible plugin ABI: the layout of the types it shares with the host \
-                 differs from memplan-plugin-api ABI {ABI_VERSION} (it was built against a \
-                 modified or mismatched plugin-api); rebuild it against the published \
-                 memplan-plugin-api, or run with -v for the full layout report"
-            ),
-            Some(report.to_string()),
-        ),
+        LibraryError::AbiInstability(report) => {
+            let report = report.to_string();
+            let what = match first_layout_mismatch(&report) {
+                Some((type_name, problem)) => format!("`{type_name}` differs ({problem})"),
+                None => "the types it shares with the host differ".to_string(),
+            };
+            rejected(
+                format!(
+                    "incompatible plugin ABI: {what} from memplan-plugin-api ABI \
+                     {ABI_VERSION}, so it was built against a modified or mismatched \
+                     plugin-api; rebuild it against the published memplan-plugin-api, or run \
+                     with -v for the full layout report"
+                ),
+                Some(report),
+            )
+        }
         LibraryError::InvalidAbiHeader(_) | LibraryError::InvalidCAbi { .. } => rejected(
             "built with an incompatible version of abi_stable (memplan uses abi_stable 0.11); \
              rebuild it against memplan-plugin-api"
@@ -137,6 +144,23 @@ fn describe_failure(error: LibraryError) -> LoadFailure {
     }
 }
 
+/// The first type whose layout differs, and abi_stable's first complaint, picked out of its
+/// layout report (`Layout of expected type:` then `type:NAME`; `Error:PROBLEM`). The report
+/// is meant for humans, so this is best effort: `None` falls back to a generic reason.
+fn first_layout_mismatch(report: &str) -> Option<(String, String)> {
+    let (_, after) = report.split_once("Layout of expected type:")?;
+    let type_name = after
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("type:"))?
+        .trim()
+        .to_string();
+    let problem = report
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("Error:"))
+        .map_or_else(|| "layout mismatch".to_string(), |p| p.trim().to_string());
+    Some((type_name, problem))
+}
+
 /// Collapses a multi-line loader message into one line.
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -152,6 +176,22 @@ mod tests {
             sha256_hex(b"abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+    }
+
+    #[test]
+    fn the_mismatched_type_is_named_from_the_layout_report() {
+        let report = "11 error(s)inside:\n    field_name:0\n    type:PluginModule\n\
+                      Layout of expected type:\n\n    type:TensorRequest\n    size:120\n\
+                      Layout of found type:\n\n    type:TensorRequest\n\n\
+                      Error:incompatible type size\nExpected:\n    120\n";
+        assert_eq!(
+            first_layout_mismatch(report),
+            Some((
+                "TensorRequest".to_string(),
+                "incompatible type size".to_string()
+            ))
+        );
+        assert_eq!(first_layout_mismatch("something else entirely"), None);
     }
 
     #[test]
