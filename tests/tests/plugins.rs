@@ -20,7 +20,15 @@ fn sha256_of(path: &Path) -> String {
 
 /// Runs `memplan planners --format json` with `args` and returns the parsed document.
 fn planners_json(args: &[&str]) -> (Value, std::process::Output) {
-    let output = memplan()
+    planners_json_of(&mut memplan(), args)
+}
+
+/// Runs `command` (a `memplan` command) with `planners --format json` and `args` appended.
+fn planners_json_of(
+    command: &mut std::process::Command,
+    args: &[&str],
+) -> (Value, std::process::Output) {
+    let output = command
         .args(["planners", "--format", "json"])
         .args(args)
         .output()
@@ -29,6 +37,21 @@ fn planners_json(args: &[&str]) -> (Value, std::process::Output) {
     let document = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", describe(&output)));
     (document, output)
+}
+
+/// Runs `memplan plan` on the tiny model with planner `name`, `--plugin-dir dir` and `extra`
+/// arguments, writing into a fresh output directory.
+fn plan_tiny(name: &str, dir: &Path, extra: &[&str]) -> std::process::Output {
+    memplan()
+        .arg("plan")
+        .arg(tiny_model())
+        .args(["--planner", name, "--plugin-dir"])
+        .arg(dir)
+        .arg("--out")
+        .arg(temp_dir("plan-out"))
+        .args(extra)
+        .output()
+        .expect("start memplan")
 }
 
 fn planner<'a>(document: &'a Value, name: &str) -> Option<&'a Value> {
@@ -56,6 +79,12 @@ fn keys(object: &Value) -> Vec<&str> {
 
 fn stderr(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts that memplan exited with `code` and returns what it wrote on stderr.
+fn failed_with(output: &std::process::Output, code: i32) -> String {
+    assert_eq!(output.status.code(), Some(code), "{}", describe(output));
+    stderr(output)
 }
 
 #[test]
@@ -138,16 +167,12 @@ fn an_out_of_tree_plugin_is_found_with_plugin_dir_and_listed() {
 fn memplan_plugin_path_is_searched() {
     let library = fixture_plugin("vendor");
     let dir = plugin_dir_with("env-path", &[(&library, &library_file_name("acme"))]);
-    let output = memplan()
-        .env(
-            "MEMPLAN_PLUGIN_PATH",
-            format!("/no/such/dir:{}", dir.display()),
-        )
-        .args(["planners", "--format", "json"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
-    let document: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut command = memplan();
+    command.env(
+        "MEMPLAN_PLUGIN_PATH",
+        format!("/no/such/dir:{}", dir.display()),
+    );
+    let (document, output) = planners_json_of(&mut command, &[]);
     let vendor = planner(&document, "fixture-vendor").expect("found through the variable");
     assert!(
         vendor["path"]
@@ -163,16 +188,8 @@ fn memplan_plugin_path_is_searched() {
 fn an_unknown_planner_exits_4_listing_planners_and_directories() {
     let library = fixture_plugin("vendor");
     let dir = plugin_dir_with("unknown", &[(&library, &library_file_name("acme"))]);
-    let model = tiny_model();
-    let output = memplan()
-        .arg("plan")
-        .arg(&model)
-        .args(["--planner", "no-such-planner", "--plugin-dir"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(4), "{}", describe(&output));
-    let message = stderr(&output);
+    let output = plan_tiny("no-such-planner", &dir, &[]);
+    let message = failed_with(&output, 4);
     assert!(
         message.contains("no planner named `no-such-planner`"),
         "{message}"
@@ -199,12 +216,8 @@ fn a_missing_plugin_dir_is_bad_usage() {
         .arg(&missing)
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
-    assert!(
-        stderr(&output).contains("not-there"),
-        "{}",
-        describe(&output)
-    );
+    let message = failed_with(&output, 2);
+    assert!(message.contains("not-there"), "{message}");
 }
 
 #[test]
@@ -254,18 +267,9 @@ fn a_plugin_built_against_a_drifted_abi_is_rejected_with_a_reason() {
         describe(&verbose)
     );
 
-    let planned = memplan()
-        .arg("plan")
-        .arg(tiny_model())
-        .args(["--planner", "fixture-vendor", "--plugin-dir", &dir_arg])
-        .output()
-        .unwrap();
-    assert_eq!(planned.status.code(), Some(4), "{}", describe(&planned));
-    assert!(
-        stderr(&planned).contains("rejected"),
-        "{}",
-        describe(&planned)
-    );
+    let planned = plan_tiny("fixture-vendor", &dir, &[]);
+    let message = failed_with(&planned, 4);
+    assert!(message.contains("rejected"), "{message}");
 }
 
 #[test]
@@ -273,15 +277,8 @@ fn the_same_name_twice_in_one_directory_is_an_error_naming_both_files() {
     let library = fixture_plugin("vendor");
     let (first, second) = (library_file_name("acme_a"), library_file_name("acme_b"));
     let dir = plugin_dir_with("twice", &[(&library, &first), (&library, &second)]);
-    let output = memplan()
-        .arg("plan")
-        .arg(tiny_model())
-        .args(["--planner", "fixture-vendor", "--plugin-dir"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(4), "{}", describe(&output));
-    let message = stderr(&output);
+    let output = plan_tiny("fixture-vendor", &dir, &[]);
+    let message = failed_with(&output, 4);
     assert!(
         message.contains(&first) && message.contains(&second),
         "{message}"
@@ -334,23 +331,7 @@ fn an_earlier_directory_shadows_a_later_one_with_a_warning() {
 fn plan_runs_an_out_of_tree_planner_selected_by_name() {
     let library = fixture_plugin("vendor");
     let dir = plugin_dir_with("plan-vendor", &[(&library, &library_file_name("acme"))]);
-    let out = temp_dir("plan-vendor-out");
-    let output = memplan()
-        .arg("-v")
-        .arg("plan")
-        .arg(tiny_model())
-        .args([
-            "--planner",
-            "fixture-vendor",
-            "--format",
-            "json",
-            "--plugin-dir",
-        ])
-        .arg(&dir)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let output = plan_tiny("fixture-vendor", &dir, &["-v", "--format", "json"]);
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     let document: Value = serde_json::from_slice(&output.stdout).expect("one JSON document");
     assert_eq!(
@@ -373,18 +354,9 @@ fn plan_runs_an_out_of_tree_planner_selected_by_name() {
 fn a_panicking_planner_exits_4_with_the_panic_message() {
     let library = fixture_plugin("panics");
     let dir = plugin_dir_with("plan-panics", &[(&library, &library_file_name("boom"))]);
-    let output = memplan()
-        .arg("plan")
-        .arg(tiny_model())
-        .args(["--planner", "fixture-panics", "--plugin-dir"])
-        .arg(&dir)
-        .arg("--out")
-        .arg(temp_dir("plan-panics-out"))
-        .output()
-        .unwrap();
+    let output = plan_tiny("fixture-panics", &dir, &[]);
     // Exit 4 (not a signal): the host caught the failure and reported it.
-    assert_eq!(output.status.code(), Some(4), "{}", describe(&output));
-    let message = stderr(&output);
+    let message = failed_with(&output, 4);
     assert!(
         message.contains("memplan: error: planner `fixture-panics`"),
         "{message}"

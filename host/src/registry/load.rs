@@ -145,18 +145,24 @@ fn describe_failure(error: LibraryError) -> LoadFailure {
 }
 
 /// The first type whose layout differs, and abi_stable's first complaint, picked out of its
-/// layout report (`Layout of expected type:` then `type:NAME`; `Error:PROBLEM`). The report
-/// is meant for humans, so this is best effort: `None` falls back to a generic reason.
+/// layout report. The report walks the root module's type tree in blocks headed
+/// `N error(s)inside:`; the first block with N > 0 continues with `Layout of expected type:`
+/// and `type:NAME`, and the complaints follow as `Error:PROBLEM`. The report is meant for
+/// humans, so this is best effort: `None` falls back to a generic reason.
 fn first_layout_mismatch(report: &str) -> Option<(String, String)> {
-    let (_, after) = report.split_once("Layout of expected type:")?;
-    let type_name = after
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("type:"))?
+    let mut lines = report.lines().map(str::trim);
+    lines.find(|line| {
+        line.strip_suffix("error(s)inside:")
+            .and_then(|count| count.trim().parse::<u64>().ok())
+            .is_some_and(|count| count > 0)
+    })?;
+    lines.find(|line| *line == "Layout of expected type:")?;
+    let type_name = lines
+        .find_map(|line| line.strip_prefix("type:"))?
         .trim()
         .to_string();
-    let problem = report
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("Error:"))
+    let problem = lines
+        .find_map(|line| line.strip_prefix("Error:"))
         .map_or_else(|| "layout mismatch".to_string(), |p| p.trim().to_string());
     Some((type_name, problem))
 }
@@ -180,9 +186,13 @@ mod tests {
 
     #[test]
     fn the_mismatched_type_is_named_from_the_layout_report() {
-        let report = "11 error(s)inside:\n    field_name:0\n    type:PluginModule\n\
-                      Layout of expected type:\n\n    type:TensorRequest\n    size:120\n\
-                      Layout of found type:\n\n    type:TensorRequest\n\n\
+        // The shape of abi_stable's report: blocks of matching types, then the mismatch.
+        let report = "0 error(s)inside:\n    field_name:0\n    type:PluginModule\n\
+                      Layout of expected type:\n    type:PluginModule\n\
+                      11 error(s)inside:\n    <other>\n    type:TensorRequest\n\
+                      Layout of expected type:\n    --- Type Layout ---\n\
+                      \x20   type:TensorRequest\n    size:120\n\
+                      Layout of found type:\n    type:TensorRequest\n\n\
                       Error:incompatible type size\nExpected:\n    120\n";
         assert_eq!(
             first_layout_mismatch(report),
