@@ -123,13 +123,13 @@ fn planners_text_shows_name_file_and_hash() {
 #[test]
 fn test_plugins_are_never_on_the_default_search_path() {
     let vendor = fixture_plugin("vendor");
-    let panics = fixture_plugin("panics");
+    let panics = fixture_plugin("misbehaving");
     let default_dir = plugin_dir().canonicalize().unwrap();
     for library in [&vendor, &panics] {
         assert!(!library.starts_with(&default_dir), "{}", library.display());
     }
     let (document, output) = planners_json(&[]);
-    for name in ["fixture-vendor", "fixture-panics"] {
+    for name in ["fixture-vendor", "fixture-panics", "fixture-hangs"] {
         assert!(planner(&document, name).is_none(), "{}", describe(&output));
     }
     assert!(rejected(&document).is_empty(), "{}", describe(&output));
@@ -352,7 +352,7 @@ fn plan_runs_an_out_of_tree_planner_selected_by_name() {
 #[test]
 #[ignore = "needs the model reader (issue 3)"]
 fn a_panicking_planner_exits_4_with_the_panic_message() {
-    let library = fixture_plugin("panics");
+    let library = fixture_plugin("misbehaving");
     let dir = plugin_dir_with("plan-panics", &[(&library, &library_file_name("boom"))]);
     let output = plan_tiny("fixture-panics", &dir, &[]);
     // Exit 4 (not a signal): the host caught the failure and reported it.
@@ -365,4 +365,18 @@ fn a_panicking_planner_exits_4_with_the_panic_message() {
         message.contains("fixture planner gave up on purpose (2 tensors)"),
         "{message}"
     );
+}
+
+#[test]
+#[ignore = "needs the model reader (issue 3)"]
+fn a_planner_that_ignores_the_timeout_is_given_up_on_with_exit_4() {
+    let library = fixture_plugin("misbehaving");
+    let dir = plugin_dir_with("plan-hangs", &[(&library, &library_file_name("stuck"))]);
+    let started = std::time::Instant::now();
+    let output = plan_tiny("fixture-hangs", &dir, &["--timeout", "0.2"]);
+    let message = failed_with(&output, 4);
+    assert!(message.contains("planner `fixture-hangs`"), "{message}");
+    assert!(message.contains("did not stop"), "{message}");
+    // Deadline 0.2 s plus the 1 s grace period, with room for a slow machine.
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
 }

@@ -78,7 +78,7 @@ fn an_out_of_tree_planner_runs_by_name() {
 
 #[test]
 fn a_panic_in_a_plugin_is_exit_4_and_the_host_goes_on() {
-    let library = fixture_plugin("panics");
+    let library = fixture_plugin("misbehaving");
     let dir = plugin_dir_with("registry-panics", &[(&library, &library_file_name("boom"))]);
     let registry = Registry::scan(vec![
         dir.canonicalize().unwrap(),

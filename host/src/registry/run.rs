@@ -15,7 +15,7 @@ use memplan_plugin_api::{
     HostContext, LogLevel, MemoryPlan, PlanErrorKind, PlanRequest, PlannerEntry,
 };
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 /// How a planner run is bounded.
 #[derive(Clone, Debug, Default)]
@@ -104,6 +104,30 @@ extern "C" fn remaining_ms(state_ptr: *const c_void) -> u64 {
     }
 }
 
+/// How long past its deadline a planner may take to notice `should_stop` and return: a tenth
+/// of the timeout, at least one second.
+fn grace_period(timeout: Duration) -> Duration {
+    (timeout / 10).max(Duration::from_secs(1))
+}
+
+/// Runs an action on a helper thread unless disarmed (dropped) before `after` has passed.
+struct Watchdog {
+    /// Dropping the sender wakes the thread, which then returns without acting.
+    _disarm: std::sync::mpsc::Sender<()>,
+}
+
+impl Watchdog {
+    fn arm(after: Duration, on_expiry: impl FnOnce() + Send + 'static) -> Watchdog {
+        let (disarm, disarmed) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = disarmed.recv_timeout(after) {
+                on_expiry();
+            }
+        });
+        Watchdog { _disarm: disarm }
+    }
+}
+
 /// Runs the planner `entry` (called `name`, loaded from `origin`) on `request` within
 /// `limits`, and maps its failure onto memplan's error kinds: does-not-fit is exit 5, an
 /// invalid request exit 2, a panic, failure or cancellation exit 4.
@@ -123,6 +147,20 @@ pub fn run_planner(
     };
     let context = state.context();
     tracing::debug!(planner = %name, "running planner from {origin}");
+    // A planner that ignores `should_stop` cannot be interrupted in-process; past the deadline
+    // plus a grace period the host gives up on it and exits with the plugin-failure code.
+    let _watchdog = limits.timeout.map(|timeout| {
+        let message = format!(
+            "memplan: error: planner `{name}` ({origin}) did not stop within {} s of its \
+             --timeout of {} s; it ignores the host's stop request (report it to its authors)",
+            grace_period(timeout).as_secs_f64(),
+            timeout.as_secs_f64()
+        );
+        Watchdog::arm(timeout.saturating_add(grace_period(timeout)), move || {
+            eprintln!("{message}");
+            std::process::exit(i32::from(ErrorKind::Plugin.exit_code()));
+        })
+    });
     let result = (entry.plan)(request, &context).into_result();
     let elapsed = started.elapsed();
     match result {
@@ -300,6 +338,37 @@ mod tests {
         assert_eq!(
             RunLimits::from_timeout_seconds(Some(1.5)).unwrap().timeout,
             Some(Duration::from_millis(1500))
+        );
+    }
+
+    #[test]
+    fn a_watchdog_fires_only_when_not_disarmed_in_time() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let fired = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&fired);
+        let (done, finished) = std::sync::mpsc::channel();
+        let _watchdog = Watchdog::arm(Duration::from_millis(10), move || {
+            flag.store(true, Ordering::SeqCst);
+            done.send(()).unwrap();
+        });
+        finished.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(fired.load(Ordering::SeqCst));
+
+        let fired = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&fired);
+        drop(Watchdog::arm(Duration::from_millis(50), move || {
+            flag.store(true, Ordering::SeqCst)
+        }));
+        std::thread::sleep(Duration::from_millis(150));
+        assert!(!fired.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn the_grace_period_is_a_tenth_of_the_timeout_and_at_least_a_second() {
+        assert_eq!(grace_period(Duration::from_secs(2)), Duration::from_secs(1));
+        assert_eq!(
+            grace_period(Duration::from_secs(60)),
+            Duration::from_secs(6)
         );
     }
 
