@@ -148,6 +148,18 @@ impl Registry {
                     }
                     for entry in entries.iter() {
                         let handle = PlannerHandle::new(*entry, Arc::clone(&file));
+                        if !is_valid_planner_name(&handle.name) {
+                            self.rejected.push(Rejected {
+                                path: path.clone(),
+                                reason: format!(
+                                    "exports a planner named {:?}; planner names are non-empty \
+                                     and use only a-z, 0-9 and `-`, so that they can be given \
+                                     to --planner",
+                                    handle.name
+                                ),
+                            });
+                            continue;
+                        }
                         tracing::debug!(
                             "found planner `{}` {} in {}",
                             handle.name,
@@ -207,11 +219,11 @@ impl Registry {
         let mut paths: Vec<PathBuf> = handles.iter().map(|h| h.file.path.clone()).collect();
         paths.dedup();
         let reason = if paths.len() == 1 {
-            format!("exports planner `{name}` more than once; neither is used")
+            format!("exports planner `{name}` more than once, so none of them is used")
         } else {
             format!(
-                "planner `{name}` is exported by several files in {}: {}; neither is used, \
-                 remove all but one",
+                "planner `{name}` is exported by several files in {}: {}; none of them is \
+                 used, remove all but one",
                 dir.display(),
                 join_paths(&paths)
             )
@@ -297,6 +309,15 @@ impl Registry {
     }
 }
 
+/// Planner names are what users type after `--planner` (several separated by commas), so
+/// they are restricted to lowercase letters, digits and `-`.
+fn is_valid_planner_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
+}
+
 fn join_paths(paths: &[PathBuf]) -> String {
     paths
         .iter()
@@ -326,6 +347,16 @@ mod tests {
             error.message
         );
         assert!(error.message.contains("--plugin-dir"), "{}", error.message);
+    }
+
+    #[test]
+    fn planner_names_are_what_the_command_line_can_select() {
+        for name in ["linear", "greedy-bestfit", "tflm2"] {
+            assert!(is_valid_planner_name(name), "{name}");
+        }
+        for name in ["", "Linear", "a,b", "a b", "näive", "x_y"] {
+            assert!(!is_valid_planner_name(name), "{name}");
+        }
     }
 
     #[test]
