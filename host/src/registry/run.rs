@@ -63,9 +63,9 @@ impl RunState<'_> {
     }
 }
 
-/// # Safety (of the three callbacks)
-/// `state` is the `RunState` that built the context; it lives until the planner returns,
-/// and plugins may not keep the context beyond the call.
+/// The `RunState` behind a context's state pointer. Invariant relied on by the three
+/// callbacks: `state` is the `RunState` that built the context, which lives until the planner
+/// returns, and plugins may not keep the context beyond the call.
 fn state<'a>(state: *const c_void) -> &'a RunState<'a> {
     unsafe { &*(state as *const RunState) }
 }
