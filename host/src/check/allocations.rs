@@ -57,10 +57,19 @@ impl Checker<'_> {
         arena_index: &ArenaIndex,
         allocation_of: &[Option<usize>],
     ) -> Vec<Vec<Slot>> {
-        let mut slots: Vec<Vec<Slot>> = vec![Vec::new(); self.plan.arenas.len()];
+        // Sized per arena up front: at a million tensors, growing the vectors costs more
+        // than this extra pass.
+        let mut capacities = vec![0usize; self.plan.arenas.len()];
+        for allocation in self.plan.allocations.iter() {
+            if let Some(position) =
+                arena_index.get(allocation.binding.role, allocation.binding.memory)
+            {
+                capacities[position] += 1;
+            }
+        }
+        let mut slots: Vec<Vec<Slot>> = capacities.into_iter().map(Vec::with_capacity).collect();
         for (index, tensor) in self.request.tensors.iter().enumerate() {
             let tensor_index = index as u32;
-            let name = self.tensor_name(tensor_index);
             let role = tensor.kind.role();
             let Some(position) = allocation_of[index] else {
                 let place = match tensor.memory.into_option() {
@@ -72,6 +81,7 @@ impl Checker<'_> {
                 } else {
                     format!("it needs a binding to a {} arena{place}", role.as_str())
                 };
+                let name = self.tensor_name(tensor_index);
                 let message = format!(
                     "{name} ({}, {} bytes, {}) has no allocation; {what}: the planner must \
                      allocate every tensor of the request",
@@ -85,6 +95,7 @@ impl Checker<'_> {
             let allocation = self.plan.allocations[position];
             let binding = allocation.binding;
             if allocation.offset != binding.offset {
+                let name = self.tensor_name(tensor_index);
                 let message = format!(
                     "{name} has allocation offset {} but binding offset {} in {}; the planner \
                      must give both the same offset",
@@ -92,11 +103,10 @@ impl Checker<'_> {
                     binding.offset,
                     self.binding_arena_text(&binding)
                 );
-                self.report(
-                    Violation::new(ViolationKind::OffsetMismatch, message).tensor(name.clone()),
-                );
+                self.report(Violation::new(ViolationKind::OffsetMismatch, message).tensor(name));
             }
             if allocation.size != tensor.size {
+                let name = self.tensor_name(tensor_index);
                 let message = format!(
                     "{name} is {} bytes but its allocation at offset {} in {} reserves {} bytes; \
                      the planner must reserve exactly the tensor's size",
@@ -105,15 +115,14 @@ impl Checker<'_> {
                     self.binding_arena_text(&binding),
                     allocation.size
                 );
-                self.report(
-                    Violation::new(ViolationKind::SizeMismatch, message).tensor(name.clone()),
-                );
+                self.report(Violation::new(ViolationKind::SizeMismatch, message).tensor(name));
             }
             let unknown: Vec<u32> = distinct_memories(binding.memory, binding.source_memory)
                 .filter(|&memory| !self.is_known_memory(memory))
                 .collect();
             if !unknown.is_empty() {
                 for memory in unknown {
+                    let name = self.tensor_name(tensor_index);
                     let message = format!(
                         "{name} is bound to memory {}, which target `{}` does not have (it has \
                          {}); the planner must bind tensors only to the request's memories",
@@ -123,18 +132,20 @@ impl Checker<'_> {
                     );
                     self.report(
                         Violation::new(ViolationKind::UnknownMemory, message)
-                            .tensor(name.clone())
+                            .tensor(name)
                             .memory(self.memory_name(memory)),
                     );
                 }
                 continue;
             }
-            let arena_name = self.arena_name(binding.role, binding.memory, binding.source_memory);
             if tensor.alias_of.is_some() {
                 // An alias's role, memory and offset are its root's: `check_aliases`.
                 continue;
             }
             if binding.role != role {
+                let name = self.tensor_name(tensor_index);
+                let arena_name =
+                    self.arena_name(binding.role, binding.memory, binding.source_memory);
                 let message = format!(
                     "{name} is a {} tensor but is bound to the {arena_name} at offset {}; the \
                      planner must bind {} tensors to {} arenas",
@@ -145,12 +156,15 @@ impl Checker<'_> {
                 );
                 self.report(
                     Violation::new(ViolationKind::WrongRole, message)
-                        .tensor(name.clone())
-                        .arena(arena_name.clone()),
+                        .tensor(name)
+                        .arena(arena_name),
                 );
             }
             if let Some(memory) = tensor.memory.into_option() {
                 if binding.memory != memory {
+                    let name = self.tensor_name(tensor_index);
+                    let arena_name =
+                        self.arena_name(binding.role, binding.memory, binding.source_memory);
                     let message = format!(
                         "{name} ({} bytes, {}) must be placed in {} as the request says, but is \
                          bound to the {arena_name} at offset {}; the planner must keep the \
@@ -162,14 +176,17 @@ impl Checker<'_> {
                     );
                     self.report(
                         Violation::new(ViolationKind::WrongMemory, message)
-                            .tensor(name.clone())
-                            .arena(arena_name.clone()),
+                            .tensor(name)
+                            .arena(arena_name),
                     );
                 }
             }
             if tensor.kind == TensorKind::Constant {
                 if let Some(source) = tensor.source_memory.into_option() {
                     if binding.source_memory != source {
+                        let name = self.tensor_name(tensor_index);
+                        let arena_name =
+                            self.arena_name(binding.role, binding.memory, binding.source_memory);
                         let message = format!(
                             "{name} is a constant stored in {} but its binding says source \
                              memory {}; the planner must bind it with source memory {} (cold \
@@ -180,14 +197,17 @@ impl Checker<'_> {
                         );
                         self.report(
                             Violation::new(ViolationKind::WrongMemory, message)
-                                .tensor(name.clone())
-                                .arena(arena_name.clone()),
+                                .tensor(name)
+                                .arena(arena_name),
                         );
                     }
                 }
             }
             if let Some(fixed) = tensor.fixed_offset.into_option() {
                 if binding.offset != fixed {
+                    let name = self.tensor_name(tensor_index);
+                    let arena_name =
+                        self.arena_name(binding.role, binding.memory, binding.source_memory);
                     let message = format!(
                         "{name} ({} bytes, {}) has fixed offset {fixed} but is placed at offset \
                          {} in the {arena_name}; the planner must keep fixed offsets as given",
@@ -197,14 +217,17 @@ impl Checker<'_> {
                     );
                     self.report(
                         Violation::new(ViolationKind::FixedOffsetMoved, message)
-                            .tensor(name.clone())
-                            .arena(arena_name.clone()),
+                            .tensor(name)
+                            .arena(arena_name),
                     );
                 }
             }
-            let Some(&arena_position) = arena_index.get(&(binding.role, binding.memory)) else {
+            let Some(arena_position) = arena_index.get(binding.role, binding.memory) else {
                 // Empty tensors get a binding but no space, and empty arenas are dropped.
                 if tensor.size > 0 {
+                    let name = self.tensor_name(tensor_index);
+                    let arena_name =
+                        self.arena_name(binding.role, binding.memory, binding.source_memory);
                     let message = format!(
                         "{name} ({} bytes, {}) is bound to the {arena_name} at offset {}, but \
                          the plan has no {} arena in {}; the planner must add that arena (at \
@@ -227,6 +250,9 @@ impl Checker<'_> {
             let arena = &self.plan.arenas[arena_position];
             if binding.source_memory != arena.source_memory {
                 let arena_source = self.memory_name(arena.source_memory);
+                let name = self.tensor_name(tensor_index);
+                let arena_name =
+                    self.arena_name(binding.role, binding.memory, binding.source_memory);
                 let message = format!(
                     "{name} at offset {} is bound with source memory {}, but its {} arena in {} \
                      has source memory {arena_source}; all slots of an arena share the arena's \
@@ -239,14 +265,17 @@ impl Checker<'_> {
                 );
                 self.report(
                     Violation::new(ViolationKind::SlotSourceMismatch, message)
-                        .tensor(name.clone())
-                        .arena(arena_name.clone()),
+                        .tensor(name)
+                        .arena(arena_name),
                 );
             }
             if tensor.size == 0 {
                 continue;
             }
             if tensor.alignment > 1 && binding.offset % tensor.alignment != 0 {
+                let name = self.tensor_name(tensor_index);
+                let arena_name =
+                    self.arena_name(binding.role, binding.memory, binding.source_memory);
                 let message = format!(
                     "{name} ({} bytes, {}) is at offset {} in the {arena_name}, which is not a \
                      multiple of its alignment {}; the planner must use an aligned offset (the \
@@ -259,12 +288,15 @@ impl Checker<'_> {
                 );
                 self.report(
                     Violation::new(ViolationKind::Misaligned, message)
-                        .tensor(name.clone())
-                        .arena(arena_name.clone()),
+                        .tensor(name)
+                        .arena(arena_name),
                 );
             }
             let end = binding.offset.saturating_add(tensor.size);
             if end > arena.size {
+                let name = self.tensor_name(tensor_index);
+                let arena_name =
+                    self.arena_name(binding.role, binding.memory, binding.source_memory);
                 let message = format!(
                     "{name} ({} bytes, {}) at offset {} ends at byte {end}, past the end of the \
                      {arena_name} ({} bytes); the planner must grow the arena to at least {end} \
@@ -335,6 +367,16 @@ impl Checker<'_> {
             };
             let binding = self.plan.allocations[position].binding;
             let root_binding = self.plan.allocations[*root_position].binding;
+            let expected = root_binding.offset.saturating_add(alias.offset);
+            let same_arena = (binding.role, binding.memory, binding.source_memory)
+                == (
+                    root_binding.role,
+                    root_binding.memory,
+                    root_binding.source_memory,
+                );
+            if same_arena && binding.offset == expected {
+                continue;
+            }
             let name = self.tensor_name(index as u32);
             let root_name = self.tensor_name(alias.root);
             let arena_name = self.arena_name(binding.role, binding.memory, binding.source_memory);
@@ -343,13 +385,7 @@ impl Checker<'_> {
                 root_binding.memory,
                 root_binding.source_memory,
             );
-            let expected = root_binding.offset.saturating_add(alias.offset);
-            let message = if (binding.role, binding.memory, binding.source_memory)
-                != (
-                    root_binding.role,
-                    root_binding.memory,
-                    root_binding.source_memory,
-                ) {
+            let message = if !same_arena {
                 format!(
                     "{name} ({} bytes, {}) is a view of {root_name} at view offset {}, so it \
                      belongs in its root's {root_arena}, but it is bound to the {arena_name}; \
@@ -358,7 +394,7 @@ impl Checker<'_> {
                     steps(tensor.lifetime),
                     alias.offset
                 )
-            } else if binding.offset != expected {
+            } else {
                 format!(
                     "{name} ({} bytes, {}) is a view of {root_name} at view offset {}; the root \
                      is at offset {} in the {root_arena}, so the view must be at offset \
@@ -370,8 +406,6 @@ impl Checker<'_> {
                     root_binding.offset,
                     binding.offset
                 )
-            } else {
-                continue;
             };
             self.report(
                 Violation::new(ViolationKind::AliasMisplaced, message)

@@ -10,7 +10,7 @@ use super::{distinct_memories, ArenaIndex, Checker, Violation, ViolationKind};
 impl Checker<'_> {
     /// Checks each arena on its own and returns the index of arenas by (role, memory).
     pub(super) fn check_arenas(&mut self) -> ArenaIndex {
-        let mut index = ArenaIndex::with_capacity(self.plan.arenas.len());
+        let mut index = ArenaIndex::new(self.request.memories.len());
         for (position, arena) in self.plan.arenas.iter().enumerate() {
             let name = self.arena_name(arena.role, arena.memory, arena.source_memory);
             let mut known = true;
@@ -36,7 +36,7 @@ impl Checker<'_> {
             if !known {
                 continue;
             }
-            if let Some(&first) = index.get(&(arena.role, arena.memory)) {
+            if let Some(first) = index.get(arena.role, arena.memory) {
                 let other = &self.plan.arenas[first];
                 let message = format!(
                     "the plan has two {} arenas in {}: arena #{first} ({} bytes) and arena \
@@ -50,7 +50,7 @@ impl Checker<'_> {
                     Violation::new(ViolationKind::DuplicateArena, message).arena(name.clone()),
                 );
             } else {
-                index.insert((arena.role, arena.memory), position);
+                index.insert(arena.role, arena.memory, position);
             }
             if arena.role != ArenaRole::Constant && arena.source_memory != arena.memory {
                 let message = format!(

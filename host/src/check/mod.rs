@@ -19,8 +19,6 @@ mod arenas;
 mod overlap;
 mod violation;
 
-use std::collections::HashMap;
-
 use memplan_plugin_api::{ArenaRole, Lifetime, MemoryPlan, PlanRequest};
 
 use crate::analyze::Analysis;
@@ -59,13 +57,17 @@ pub fn check_resolved_plan(
     plan: MemoryPlan,
     resolution: Resolution,
 ) -> Result<CheckedPlan, Violations> {
+    let Resolution {
+        unknown_memory_names,
+        violations,
+    } = resolution;
     let mut checker = Checker {
         request: &analysis.request,
         names: &analysis.names,
         target: &analysis.target,
-        unknown_memory_names: &resolution.unknown_memory_names,
+        unknown_memory_names: &unknown_memory_names,
         plan: &plan,
-        violations: resolution.violations.clone(),
+        violations,
     };
     let arena_index = checker.check_arenas();
     let allocation_of = checker.index_allocations();
@@ -84,9 +86,6 @@ pub fn check_resolved_plan(
         Err(Violations(violations))
     }
 }
-
-/// The arena a binding refers to: one per role and runtime memory.
-type ArenaKey = (ArenaRole, u32);
 
 /// One sized, non-alias tensor placed in an arena: what the overlap sweep and the lower
 /// bound look at.
@@ -186,8 +185,43 @@ fn distinct_memories(memory: u32, source_memory: u32) -> impl Iterator<Item = u3
     std::iter::once(memory).chain((source_memory != memory).then_some(source_memory))
 }
 
-/// Index of the arena of each (role, memory), first arena winning over duplicates.
-type ArenaIndex = HashMap<ArenaKey, usize>;
+/// The position in `plan.arenas` of the arena of each (role, memory): the arena a binding
+/// refers to. A flat table over the request's memories (a look-up per tensor must be cheap);
+/// the first arena wins over duplicates.
+struct ArenaIndex {
+    memory_count: usize,
+    positions: Vec<Option<usize>>,
+}
+
+impl ArenaIndex {
+    const ROLES: usize = 3;
+
+    fn new(memory_count: usize) -> Self {
+        ArenaIndex {
+            memory_count,
+            positions: vec![None; Self::ROLES * memory_count],
+        }
+    }
+
+    fn slot(&self, role: ArenaRole, memory: u32) -> Option<usize> {
+        let memory = memory as usize;
+        (memory < self.memory_count).then(|| role as usize * self.memory_count + memory)
+    }
+
+    /// The arena of `role` in `memory`, if the plan has one (`None` for unknown memories).
+    fn get(&self, role: ArenaRole, memory: u32) -> Option<usize> {
+        self.slot(role, memory)
+            .and_then(|slot| self.positions[slot])
+    }
+
+    /// Records the arena at `position`; `memory` must be one of the request's.
+    fn insert(&mut self, role: ArenaRole, memory: u32, position: usize) {
+        let slot = self
+            .slot(role, memory)
+            .expect("only arenas in known memories are indexed");
+        self.positions[slot] = Some(position);
+    }
+}
 
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,7 @@
 //! reported shows up once those are moved.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap};
 
 use memplan_plugin_api::bounds::{align_up, lower_bound};
 
@@ -64,35 +64,34 @@ impl Checker<'_> {
 /// Each slot that shares bytes with a slot already live when it starts, with that slot.
 /// See the module docs for the sweep.
 fn collisions(slots: &[Slot]) -> Vec<(Slot, Slot)> {
-    let mut order: Vec<usize> = (0..slots.len()).collect();
-    order.sort_unstable_by_key(|&i| (slots[i].lifetime.first, slots[i].offset, i));
-    // Keyed by (offset, position in `slots`): unique even when two slots share an offset.
-    let mut live: BTreeSet<(u64, usize)> = BTreeSet::new();
-    let mut expiries: BinaryHeap<Reverse<(u32, u64, usize)>> = BinaryHeap::new();
+    let mut order = slots.to_vec();
+    order.sort_unstable_by_key(|slot| (slot.lifetime.first, slot.offset, slot.tensor));
+    // Keyed by (offset, tensor): unique even when two slots share an offset.
+    let mut live: BTreeMap<(u64, u32), Slot> = BTreeMap::new();
+    let mut expiries: BinaryHeap<Reverse<(u32, u64, u32)>> = BinaryHeap::new();
     let mut found = Vec::new();
-    for i in order {
-        let slot = &slots[i];
-        while let Some(&Reverse((last, offset, j))) = expiries.peek() {
+    for slot in order {
+        while let Some(&Reverse((last, offset, tensor))) = expiries.peek() {
             if last >= slot.lifetime.first {
                 break;
             }
-            live.remove(&(offset, j));
+            live.remove(&(offset, tensor));
             expiries.pop();
         }
-        let key = (slot.offset, i);
+        let key = (slot.offset, slot.tensor);
         let below = live
             .range(..key)
             .next_back()
-            .filter(|&&(_, j)| slots[j].end() > slot.offset);
+            .filter(|(_, live_slot)| live_slot.end() > slot.offset);
         let above = live
             .range(key..)
             .next()
-            .filter(|&&(offset, _)| offset < slot.end());
+            .filter(|(_, live_slot)| live_slot.offset < slot.end());
         match below.or(above) {
-            Some(&(_, j)) => found.push((*slot, slots[j])),
+            Some((_, partner)) => found.push((slot, *partner)),
             None => {
-                live.insert(key);
-                expiries.push(Reverse((slot.lifetime.last, slot.offset, i)));
+                live.insert(key, slot);
+                expiries.push(Reverse((slot.lifetime.last, slot.offset, slot.tensor)));
             }
         }
     }
