@@ -320,7 +320,6 @@ mod tests {
     use crate::error::ErrorKind;
     use memplan_plugin_api::abi_stable::std_types::{RNone, RSome};
     use memplan_plugin_api::{Lifetime, MemoryRequest, PlanRequest, TensorKind, TensorRequest};
-    use std::path::PathBuf;
 
     fn tensor(id: &str, kind: TensorKind, size: u64) -> TensorRequest {
         TensorRequest {
@@ -356,18 +355,15 @@ mod tests {
             tensor("1", TensorKind::Output, 16),
             weights,
         ];
-        Analysis {
-            source: PathBuf::from("tiny.json"),
-            target: "generic".to_string(),
-            request: PlanRequest {
+        crate::check::testing::analysis(
+            PlanRequest {
                 tensors: RVec::from(tensors),
                 memories: RVec::from(vec![memory("SRAM", true), memory("MRAM", false)]),
                 num_steps: 2,
                 options: RString::from("{}"),
             },
-            names: vec!["in".into(), "out".into(), "weights".into()],
-            constant_data: vec![None, None, Some(vec![0; 32])],
-        }
+            &["in", "out", "weights"],
+        )
     }
 
     fn valid_text() -> &'static str {
@@ -434,7 +430,7 @@ mod tests {
             "{violations:#?}"
         );
         assert!(violations.0[0].message.contains("`ghost`"));
-        assert!(violations.0[0].message.contains("tiny.json"));
+        assert!(violations.0[0].message.contains("model.json"));
         assert!(violations.0[1].message.contains("`w`"));
         assert!(violations.0[2].message.contains("FLASH"));
         assert!(violations.0[2].message.contains("SRAM, MRAM"));

@@ -225,3 +225,26 @@ impl ArenaIndex {
 
 #[cfg(test)]
 mod tests;
+
+/// Helpers for unit tests of the stages that take an [`Analysis`].
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::path::PathBuf;
+
+    use memplan_plugin_api::PlanRequest;
+
+    use crate::analyze::Analysis;
+
+    /// The analysis of `request` for a model file `model.json` on target `generic`, tensors
+    /// named by `names` (by index), no constant bytes.
+    pub(crate) fn analysis(request: PlanRequest, names: &[&str]) -> Analysis {
+        let count = request.tensors.len();
+        Analysis {
+            source: PathBuf::from("model.json"),
+            target: "generic".to_string(),
+            request,
+            names: names.iter().map(|name| name.to_string()).collect(),
+            constant_data: vec![None; count],
+        }
+    }
+}

@@ -1,8 +1,6 @@
 //! One minimal broken plan per contract rule: a valid plan, changed in one place, must fail
 //! with exactly the expected kind and a message naming what is involved.
 
-use std::path::PathBuf;
-
 use memplan_plugin_api::abi_stable::std_types::{RNone, ROption, RSome, RString, RVec};
 use memplan_plugin_api::{
     AliasOf, Allocation, Arena, ArenaRole, Binding, Lifetime, MemoryPlan, MemoryRequest,
@@ -135,14 +133,7 @@ fn valid() -> (Analysis, MemoryPlan) {
         num_steps: 4,
         options: RString::from("{}"),
     };
-    let count = request.tensors.len();
-    let analysis = Analysis {
-        source: PathBuf::from("model.json"),
-        target: "generic".to_string(),
-        request,
-        names: names.iter().map(|name| name.to_string()).collect(),
-        constant_data: vec![None; count],
-    };
+    let analysis = testing::analysis(request, &names);
     let plan = MemoryPlan {
         arenas: RVec::from(vec![
             arena(ArenaRole::Scratch, SRAM, SRAM, 144),

@@ -131,13 +131,10 @@ mod tests {
         Allocation, Arena, ArenaRole, Binding, Lifetime, MemoryPlan, MemoryRequest, PlanRequest,
         TensorKind, TensorRequest,
     };
-    use std::path::PathBuf;
 
     fn analysis() -> Analysis {
-        Analysis {
-            source: PathBuf::from("m.json"),
-            target: "generic".to_string(),
-            request: PlanRequest {
+        crate::check::testing::analysis(
+            PlanRequest {
                 tensors: RVec::from(vec![TensorRequest {
                     id: RString::from("0"),
                     kind: TensorKind::Input,
@@ -159,9 +156,8 @@ mod tests {
                 num_steps: 1,
                 options: RString::from("{}"),
             },
-            names: vec!["x".to_string()],
-            constant_data: vec![None],
-        }
+            &["x"],
+        )
     }
 
     fn checked() -> CheckedPlan {
