@@ -70,6 +70,33 @@ pub enum ViolationKind {
 }
 
 impl ViolationKind {
+    /// Every kind, in contract order.
+    pub const ALL: [ViolationKind; 20] = {
+        use ViolationKind::*;
+        [
+            MissingAllocation,
+            DuplicateAllocation,
+            UnknownTensor,
+            OffsetMismatch,
+            SizeMismatch,
+            WrongRole,
+            WrongMemory,
+            UnknownMemory,
+            MissingArena,
+            DuplicateArena,
+            SlotSourceMismatch,
+            ArenaSourceMismatch,
+            OutOfArena,
+            Misaligned,
+            BadArenaAlignment,
+            FixedOffsetMoved,
+            Overlap,
+            AliasMisplaced,
+            OverBudget,
+            ReadOnlyMemory,
+        ]
+    };
+
     /// The number of the DESIGN.md contract this kind belongs to.
     pub fn contract(self) -> u8 {
         use ViolationKind::*;
@@ -318,31 +345,19 @@ mod tests {
     }
 
     #[test]
-    fn as_str_matches_the_serde_name() {
-        use ViolationKind::*;
-        for kind in [
-            MissingAllocation,
-            DuplicateAllocation,
-            UnknownTensor,
-            OffsetMismatch,
-            SizeMismatch,
-            WrongRole,
-            WrongMemory,
-            UnknownMemory,
-            MissingArena,
-            DuplicateArena,
-            SlotSourceMismatch,
-            ArenaSourceMismatch,
-            OutOfArena,
-            Misaligned,
-            BadArenaAlignment,
-            FixedOffsetMoved,
-            Overlap,
-            AliasMisplaced,
-            OverBudget,
-            ReadOnlyMemory,
-        ] {
+    fn as_str_matches_the_serde_name_and_all_is_in_contract_order() {
+        for kind in ViolationKind::ALL {
             assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
         }
+        let contracts: Vec<u8> = ViolationKind::ALL
+            .iter()
+            .map(|kind| kind.contract())
+            .collect();
+        assert!(
+            contracts.windows(2).all(|pair| pair[0] <= pair[1]),
+            "{contracts:?}"
+        );
+        assert_eq!(contracts.first(), Some(&1));
+        assert_eq!(contracts.last(), Some(&6));
     }
 }
