@@ -387,6 +387,14 @@ fn shipped_planners_pass_the_checker_and_every_mutation_is_caught() {
                 );
             }
         }
+        eprintln!(
+            "planner {}: {SEEDS} random requests passed; mutations caught: {applied:?}",
+            planner.name
+        );
+        eprintln!(
+            "planner {}: {SEEDS} random requests passed; mutations caught: {applied:?}",
+            planner.name
+        );
         for (count, (label, _)) in applied.iter().zip(&MUTATIONS) {
             assert!(
                 *count as u64 > SEEDS / 2,
