@@ -391,10 +391,6 @@ fn shipped_planners_pass_the_checker_and_every_mutation_is_caught() {
             "planner {}: {SEEDS} random requests passed; mutations caught: {applied:?}",
             planner.name
         );
-        eprintln!(
-            "planner {}: {SEEDS} random requests passed; mutations caught: {applied:?}",
-            planner.name
-        );
         for (count, (label, _)) in applied.iter().zip(&MUTATIONS) {
             assert!(
                 *count as u64 > SEEDS / 2,
