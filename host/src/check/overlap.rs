@@ -14,7 +14,7 @@
 //! reported shows up once those are moved.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeSet, BinaryHeap};
 
 use memplan_plugin_api::bounds::{align_up, lower_bound};
 
@@ -64,34 +64,44 @@ impl Checker<'_> {
 /// Each slot that shares bytes with a slot already live when it starts, with that slot.
 /// See the module docs for the sweep.
 fn collisions(slots: &[Slot]) -> Vec<(Slot, Slot)> {
-    let mut order = slots.to_vec();
-    order.sort_unstable_by_key(|slot| (slot.lifetime.first, slot.offset, slot.tensor));
-    // Keyed by (offset, tensor): unique even when two slots share an offset.
-    let mut live: BTreeMap<(u64, u32), Slot> = BTreeMap::new();
-    let mut expiries: BinaryHeap<Reverse<(u32, u64, u32)>> = BinaryHeap::new();
+    // Positions in `slots` ordered by first step, as packed integers (first step in the high
+    // half): at a million slots, sorting plain integers is several times faster than sorting
+    // the slots themselves.
+    let mut order: Vec<u64> = slots
+        .iter()
+        .enumerate()
+        .map(|(position, slot)| (u64::from(slot.lifetime.first) << 32) | position as u64)
+        .collect();
+    order.sort_unstable();
+    // Live slots keyed by (offset, position): unique even when two slots share an offset.
+    let mut live: BTreeSet<(u64, u32)> = BTreeSet::new();
+    // (last step, position) of each live slot, soonest to expire on top.
+    let mut expiries: BinaryHeap<Reverse<(u32, u32)>> = BinaryHeap::new();
     let mut found = Vec::new();
-    for slot in order {
-        while let Some(&Reverse((last, offset, tensor))) = expiries.peek() {
+    for packed in order {
+        let position = packed as u32;
+        let slot = &slots[position as usize];
+        while let Some(&Reverse((last, expiring))) = expiries.peek() {
             if last >= slot.lifetime.first {
                 break;
             }
-            live.remove(&(offset, tensor));
+            live.remove(&(slots[expiring as usize].offset, expiring));
             expiries.pop();
         }
-        let key = (slot.offset, slot.tensor);
+        let key = (slot.offset, position);
         let below = live
             .range(..key)
             .next_back()
-            .filter(|(_, live_slot)| live_slot.end() > slot.offset);
+            .filter(|&&(_, other)| slots[other as usize].end() > slot.offset);
         let above = live
             .range(key..)
             .next()
-            .filter(|(_, live_slot)| live_slot.offset < slot.end());
+            .filter(|&&(offset, _)| offset < slot.end());
         match below.or(above) {
-            Some((_, partner)) => found.push((slot, *partner)),
+            Some(&(_, other)) => found.push((*slot, slots[other as usize])),
             None => {
-                live.insert(key, slot);
-                expiries.push(Reverse((slot.lifetime.last, slot.offset, slot.tensor)));
+                live.insert(key);
+                expiries.push(Reverse((slot.lifetime.last, position)));
             }
         }
     }
