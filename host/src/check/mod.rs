@@ -7,11 +7,11 @@
 //! lifetimes involved and what the planner must do instead.
 //!
 //! The passes, each O(n log n) or better in the number of tensors and arenas:
-//! - [`arenas`]: arena-level rules (known memory, one arena per role and memory, source
+//! - `arenas`: arena-level rules (known memory, one arena per role and memory, source
 //!   memory, alignment, writable memory, budgets);
-//! - [`allocations`]: one allocation per tensor, role, memory, arena, bounds, alignment,
+//! - `allocations`: one allocation per tensor, role, memory, arena, bounds, alignment,
 //!   fixed offsets, aliases;
-//! - [`overlap`]: per arena, a sweep over time with the live slots ordered by offset, so each
+//! - `overlap`: per arena, a sweep over time with the live slots ordered by offset, so each
 //!   new slot is compared with its two neighbours only; and the arena lower bounds.
 
 mod allocations;
