@@ -7,7 +7,7 @@
 
 use memplan_plugin_api::{Binding, TensorKind};
 
-use super::{distinct_memories, steps, ArenaIndex, Checker, Slot, Violation, ViolationKind};
+use super::{distinct_memories, ArenaIndex, Checker, Slot, Violation, ViolationKind};
 
 impl Checker<'_> {
     /// The position in `plan.allocations` of each tensor's allocation. Reports allocations of
@@ -32,8 +32,9 @@ impl Checker<'_> {
                 Some(first) => {
                     let name = self.tensor_name(allocation.tensor);
                     let first_binding = self.plan.allocations[first].binding;
+                    let subject = self.described(allocation.tensor);
                     let message = format!(
-                        "{name} has more than one allocation: #{first} at offset {} in {} and \
+                        "{subject} has more than one allocation: #{first} at offset {} in {} and \
                          #{position} at offset {} in {}; the planner must give each tensor \
                          exactly one allocation",
                         first_binding.offset,
@@ -82,12 +83,10 @@ impl Checker<'_> {
                     format!("it needs a binding to a {} arena{place}", role.as_str())
                 };
                 let name = self.tensor_name(tensor_index);
+                let subject = self.described(tensor_index);
                 let message = format!(
-                    "{name} ({}, {} bytes, {}) has no allocation; {what}: the planner must \
+                    "{subject} has no allocation; {what}: the planner must \
                      allocate every tensor of the request",
-                    tensor.kind.as_str(),
-                    tensor.size,
-                    steps(tensor.lifetime)
                 );
                 self.report(Violation::new(ViolationKind::MissingAllocation, message).tensor(name));
                 continue;
@@ -96,8 +95,9 @@ impl Checker<'_> {
             let binding = allocation.binding;
             if allocation.offset != binding.offset {
                 let name = self.tensor_name(tensor_index);
+                let subject = self.described(tensor_index);
                 let message = format!(
-                    "{name} has allocation offset {} but binding offset {} in {}; the planner \
+                    "{subject} has allocation offset {} but binding offset {} in {}; the planner \
                      must give both the same offset",
                     allocation.offset,
                     binding.offset,
@@ -107,10 +107,10 @@ impl Checker<'_> {
             }
             if allocation.size != tensor.size {
                 let name = self.tensor_name(tensor_index);
+                let subject = self.described(tensor_index);
                 let message = format!(
-                    "{name} is {} bytes but its allocation at offset {} in {} reserves {} bytes; \
+                    "{subject}: its allocation at offset {} in {} reserves {} bytes; \
                      the planner must reserve exactly the tensor's size",
-                    tensor.size,
                     binding.offset,
                     self.binding_arena_text(&binding),
                     allocation.size
@@ -123,8 +123,9 @@ impl Checker<'_> {
             if !unknown.is_empty() {
                 for memory in unknown {
                     let name = self.tensor_name(tensor_index);
+                    let subject = self.described(tensor_index);
                     let message = format!(
-                        "{name} is bound to memory {}, which target `{}` does not have (it has \
+                        "{subject} is bound to memory {}, which target `{}` does not have (it has \
                          {}); the planner must bind tensors only to the request's memories",
                         self.memory_name(memory),
                         self.target,
@@ -146,10 +147,10 @@ impl Checker<'_> {
                 let name = self.tensor_name(tensor_index);
                 let arena_name =
                     self.arena_name(binding.role, binding.memory, binding.source_memory);
+                let subject = self.described(tensor_index);
                 let message = format!(
-                    "{name} is a {} tensor but is bound to the {arena_name} at offset {}; the \
+                    "{subject} is bound to the {arena_name} at offset {}; the \
                      planner must bind {} tensors to {} arenas",
-                    tensor.kind.as_str(),
                     binding.offset,
                     tensor.kind.as_str(),
                     role.as_str()
@@ -165,12 +166,11 @@ impl Checker<'_> {
                     let name = self.tensor_name(tensor_index);
                     let arena_name =
                         self.arena_name(binding.role, binding.memory, binding.source_memory);
+                    let subject = self.described(tensor_index);
                     let message = format!(
-                        "{name} ({} bytes, {}) must be placed in {} as the request says, but is \
+                        "{subject} must be placed in {} as the request says, but is \
                          bound to the {arena_name} at offset {}; the planner must keep the \
                          memory the request gives",
-                        tensor.size,
-                        steps(tensor.lifetime),
                         self.memory_name(memory),
                         binding.offset
                     );
@@ -187,8 +187,9 @@ impl Checker<'_> {
                         let name = self.tensor_name(tensor_index);
                         let arena_name =
                             self.arena_name(binding.role, binding.memory, binding.source_memory);
+                        let subject = self.described(tensor_index);
                         let message = format!(
-                            "{name} is a constant stored in {} but its binding says source \
+                            "{subject} is a constant stored in {} but its binding says source \
                              memory {}; the planner must bind it with source memory {} (cold \
                              when equal to its memory, staged otherwise)",
                             self.memory_name(source),
@@ -208,11 +209,10 @@ impl Checker<'_> {
                     let name = self.tensor_name(tensor_index);
                     let arena_name =
                         self.arena_name(binding.role, binding.memory, binding.source_memory);
+                    let subject = self.described(tensor_index);
                     let message = format!(
-                        "{name} ({} bytes, {}) has fixed offset {fixed} but is placed at offset \
+                        "{subject} has fixed offset {fixed} but is placed at offset \
                          {} in the {arena_name}; the planner must keep fixed offsets as given",
-                        tensor.size,
-                        steps(tensor.lifetime),
                         binding.offset
                     );
                     self.report(
@@ -228,12 +228,11 @@ impl Checker<'_> {
                     let name = self.tensor_name(tensor_index);
                     let arena_name =
                         self.arena_name(binding.role, binding.memory, binding.source_memory);
+                    let subject = self.described(tensor_index);
                     let message = format!(
-                        "{name} ({} bytes, {}) is bound to the {arena_name} at offset {}, but \
+                        "{subject} is bound to the {arena_name} at offset {}, but \
                          the plan has no {} arena in {}; the planner must add that arena (at \
                          least {} bytes) or bind the tensor to an arena of the plan",
-                        tensor.size,
-                        steps(tensor.lifetime),
                         binding.offset,
                         binding.role.as_str(),
                         arena_name.memory,
@@ -253,8 +252,9 @@ impl Checker<'_> {
                 let name = self.tensor_name(tensor_index);
                 let arena_name =
                     self.arena_name(binding.role, binding.memory, binding.source_memory);
+                let subject = self.described(tensor_index);
                 let message = format!(
-                    "{name} at offset {} is bound with source memory {}, but its {} arena in {} \
+                    "{subject} at offset {} is bound with source memory {}, but its {} arena in {} \
                      has source memory {arena_source}; all slots of an arena share the arena's \
                      source memory: the planner must bind it with source memory \
                      {arena_source} or put it in an arena of its own",
@@ -276,12 +276,11 @@ impl Checker<'_> {
                 let name = self.tensor_name(tensor_index);
                 let arena_name =
                     self.arena_name(binding.role, binding.memory, binding.source_memory);
+                let subject = self.described(tensor_index);
                 let message = format!(
-                    "{name} ({} bytes, {}) is at offset {} in the {arena_name}, which is not a \
+                    "{subject} is at offset {} in the {arena_name}, which is not a \
                      multiple of its alignment {}; the planner must use an aligned offset (the \
                      next one is {})",
-                    tensor.size,
-                    steps(tensor.lifetime),
                     binding.offset,
                     tensor.alignment,
                     memplan_plugin_api::bounds::align_up(binding.offset, tensor.alignment)
@@ -297,14 +296,12 @@ impl Checker<'_> {
                 let name = self.tensor_name(tensor_index);
                 let arena_name =
                     self.arena_name(binding.role, binding.memory, binding.source_memory);
+                let subject = self.described(tensor_index);
                 let message = format!(
-                    "{name} ({} bytes, {}) at offset {} ends at byte {end}, past the end of the \
+                    "{subject} at offset {} ends at byte {end}, past the end of the \
                      {arena_name} ({} bytes); the planner must grow the arena to at least {end} \
                      bytes or place the tensor lower",
-                    tensor.size,
-                    steps(tensor.lifetime),
-                    binding.offset,
-                    arena.size
+                    binding.offset, arena.size
                 );
                 self.report(
                     Violation::new(ViolationKind::OutOfArena, message)
@@ -337,9 +334,10 @@ impl Checker<'_> {
                 continue;
             }
             let name = self.tensor_name(neediest.tensor);
+            let subject = self.described(neediest.tensor);
             let arena_name = self.arena_name(arena.role, arena.memory, arena.source_memory);
             let message = format!(
-                "the {arena_name} has alignment {}, but {name} at offset {} needs alignment {}: \
+                "the {arena_name} has alignment {}, but {subject} at offset {} needs alignment {}: \
                  an aligned offset in an under-aligned arena is not an aligned address; the \
                  planner must align the arena to at least {}",
                 arena.alignment, neediest.offset, neediest.alignment, neediest.alignment
@@ -378,6 +376,7 @@ impl Checker<'_> {
                 continue;
             }
             let name = self.tensor_name(index as u32);
+            let subject = self.described(index as u32);
             let root_name = self.tensor_name(alias.root);
             let arena_name = self.arena_name(binding.role, binding.memory, binding.source_memory);
             let root_arena = self.arena_name(
@@ -387,24 +386,18 @@ impl Checker<'_> {
             );
             let message = if !same_arena {
                 format!(
-                    "{name} ({} bytes, {}) is a view of {root_name} at view offset {}, so it \
+                    "{subject} is a view of {root_name} at view offset {}, so it \
                      belongs in its root's {root_arena}, but it is bound to the {arena_name}; \
                      the planner must give an alias its root's binding at offset {expected}",
-                    tensor.size,
-                    steps(tensor.lifetime),
                     alias.offset
                 )
             } else {
                 format!(
-                    "{name} ({} bytes, {}) is a view of {root_name} at view offset {}; the root \
+                    "{subject} is a view of {root_name} at view offset {}; the root \
                      is at offset {} in the {root_arena}, so the view must be at offset \
                      {expected}, but it is at {}; the planner must place an alias at its \
                      root's offset plus the view offset",
-                    tensor.size,
-                    steps(tensor.lifetime),
-                    alias.offset,
-                    root_binding.offset,
-                    binding.offset
+                    alias.offset, root_binding.offset, binding.offset
                 )
             };
             self.report(

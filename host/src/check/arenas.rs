@@ -69,7 +69,7 @@ impl Checker<'_> {
             let memory = &self.request.memories[arena.memory as usize];
             if !arena.alignment.is_power_of_two() {
                 let message = format!(
-                    "{name} ({} bytes) has alignment {}, which is not a power of two; the \
+                    "the {name} ({} bytes) has alignment {}, which is not a power of two; the \
                      planner must use a power of two of at least {}",
                     arena.size, arena.alignment, memory.arena_alignment
                 );
@@ -78,7 +78,7 @@ impl Checker<'_> {
                 );
             } else if arena.alignment < memory.arena_alignment {
                 let message = format!(
-                    "{name} ({} bytes) has alignment {}, below the minimum arena alignment {} of \
+                    "the {name} ({} bytes) has alignment {}, below the minimum arena alignment {} of \
                      {}; the planner must align the arena to at least {}",
                     arena.size,
                     arena.alignment,
@@ -98,7 +98,7 @@ impl Checker<'_> {
                     _ => "scratch and persistent arenas are written at run time",
                 };
                 let message = format!(
-                    "{name} ({} bytes) is in {}, which is read-only; {what}: the planner must \
+                    "the {name} ({} bytes) is in {}, which is read-only; {what}: the planner must \
                      place it in a writable memory",
                     arena.size, name.memory
                 );

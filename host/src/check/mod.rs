@@ -134,6 +134,19 @@ impl Checker<'_> {
         }
     }
 
+    /// `tensor `id` ("name") (kind, N bytes, steps [first, last])`: how a message introduces
+    /// the tensor it is about.
+    fn described(&self, index: u32) -> String {
+        let tensor = &self.request.tensors[index as usize];
+        format!(
+            "{} ({}, {} bytes, {})",
+            self.tensor_name(index),
+            tensor.kind.as_str(),
+            tensor.size,
+            steps(tensor.lifetime)
+        )
+    }
+
     fn is_known_memory(&self, index: u32) -> bool {
         (index as usize) < self.request.memories.len()
     }

@@ -43,7 +43,7 @@ impl Checker<'_> {
         let message = format!(
             "{name} (offset {}, {} bytes, {}) and {partner_name} (offset {}, {} bytes, {}) share \
              bytes [{shared_from}, {shared_to}) of the {arena_name} while both are live at steps \
-             [{first}, {last}]; the planner must move {} clear of it (e.g. to offset {} or \
+             [{first}, {last}]; the planner must move tensor `{}` clear of it (e.g. to offset {} or \
              above) or give the two tensors disjoint bytes some other way",
             slot.offset,
             slot.size,
