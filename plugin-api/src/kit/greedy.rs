@@ -25,7 +25,12 @@
 //! - a *stabbing tree*: a segment tree over the distinct start steps where each placed
 //!   buffer is recorded in the O(log m) nodes that cover its lifetime; the buffers live at a
 //!   step are the union of the lists on the path from that step's leaf to the root;
-//! - a *start index*: an ordered set of `(start, buffer)` pairs, queried by range.
+//! - a *start index*: per start step, the placed buffers beginning there; every start step
+//!   walked in `(first, last]` begins some buffer that overlaps this one, so the walk costs
+//!   no more than the buffers overlapping in time.
+//!
+//! Both store each placed buffer's byte range inline, so a query reads its lists and nothing
+//! else.
 //!
 //! # Complexity
 //!
@@ -38,7 +43,6 @@
 //! worst case, O(n) for short lifetimes.
 
 use std::cmp::Reverse;
-use std::collections::BTreeSet;
 
 use super::{Buffer, Packing};
 use crate::bounds::align_up;
@@ -147,10 +151,10 @@ pub fn pack_greedy(buffers: &[Buffer], order: Order, fit: Fit) -> Packing {
 struct Heap<'a> {
     buffers: &'a [Buffer],
     timeline: Timeline,
-    /// Placed buffers by the start steps they cover.
+    /// Placed buffers by the start points their lifetimes cover.
     stabbing: StabbingTree,
-    /// Placed buffers as `(start point, index)`.
-    starts: BTreeSet<(u32, u32)>,
+    /// Placed buffers by the start point they begin at.
+    starts: SlotLists,
     offsets: Vec<u64>,
     height: u64,
 }
@@ -158,45 +162,45 @@ struct Heap<'a> {
 impl<'a> Heap<'a> {
     fn new(buffers: &'a [Buffer]) -> Heap<'a> {
         let timeline = Timeline::new(buffers);
+        let mut per_start = vec![0u32; timeline.points.len()];
+        for &(lo, _) in &timeline.span {
+            per_start[lo as usize] += 1;
+        }
         Heap {
             buffers,
-            stabbing: StabbingTree::new(timeline.points.len()),
+            stabbing: StabbingTree::new(timeline.points.len(), &timeline.span),
+            starts: SlotLists::with_capacities(&per_start),
             timeline,
-            starts: BTreeSet::new(),
             offsets: vec![0; buffers.len()],
             height: 0,
         }
     }
 
     fn place(&mut self, index: usize, offset: u64) {
+        let slot = (offset, offset + self.buffers[index].size);
         self.offsets[index] = offset;
-        self.height = self.height.max(offset + self.buffers[index].size);
+        self.height = self.height.max(slot.1);
         let (lo, hi) = self.timeline.span[index];
-        self.stabbing.insert(lo, hi, index as u32);
-        self.starts.insert((lo, index as u32));
+        self.stabbing.insert(lo, hi, slot);
+        self.starts.push(lo as usize, slot);
     }
 
     /// Replaces `occupied` with the byte ranges `(offset, end)` of the placed buffers whose
     /// lifetimes overlap buffer `index`'s: those live at its start, and those starting later
-    /// but no later than its end.
+    /// but no later than its end. Every start point walked in `(lo, hi]` is the start of some
+    /// buffer overlapping this one, so the walk is bounded by the buffers overlapping in time.
     fn collect_overlapping(&self, index: usize, occupied: &mut Vec<(u64, u64)>) {
         occupied.clear();
-        let range = |other: u32| {
-            let other = other as usize;
-            (
-                self.offsets[other],
-                self.offsets[other] + self.buffers[other].size,
-            )
-        };
         let (lo, hi) = self.timeline.span[index];
-        self.stabbing
-            .for_each_live_at(lo, |other| occupied.push(range(other)));
-        if hi > lo {
-            occupied.extend(
-                self.starts
-                    .range((lo + 1, 0)..=(hi, u32::MAX))
-                    .map(|&(_, other)| range(other)),
-            );
+        // Most lists are empty or hold a slot or two: skip the copy call for those.
+        let mut take = |slots: &[(u64, u64)]| match slots {
+            [] => {}
+            [slot] => occupied.push(*slot),
+            _ => occupied.extend_from_slice(slots),
+        };
+        self.stabbing.for_each_live_at(lo, &mut take);
+        for point in lo as usize + 1..=hi as usize {
+            take(self.starts.get(point));
         }
     }
 }
@@ -275,65 +279,100 @@ impl Timeline {
     }
 }
 
+/// Lists of byte ranges `(offset, end)`, one per key, whose final lengths are known in
+/// advance: each list owns a contiguous run of one flat array (filled from its start), so that
+/// reading a list is one sequential read and all lists together are one allocation.
+struct SlotLists {
+    /// Per key: where its run starts and how much of it is filled.
+    runs: Vec<(u32, u32)>,
+    slots: Vec<(u64, u64)>,
+}
+
+impl SlotLists {
+    fn with_capacities(capacities: &[u32]) -> SlotLists {
+        let mut total = 0u32;
+        let runs = capacities
+            .iter()
+            .map(|&capacity| {
+                let start = total;
+                total = total
+                    .checked_add(capacity)
+                    .expect("fewer than 2^32 list entries");
+                (start, 0)
+            })
+            .collect();
+        SlotLists {
+            runs,
+            slots: vec![(0, 0); total as usize],
+        }
+    }
+
+    fn push(&mut self, key: usize, slot: (u64, u64)) {
+        let (start, filled) = &mut self.runs[key];
+        self.slots[(*start + *filled) as usize] = slot;
+        *filled += 1;
+    }
+
+    fn get(&self, key: usize) -> &[(u64, u64)] {
+        let (start, filled) = self.runs[key];
+        &self.slots[start as usize..(start + filled) as usize]
+    }
+}
+
 /// A segment tree over `m` leaves answering "which inserted intervals contain leaf p".
 ///
 /// Iterative layout: leaves at `[m, 2m)`, node `i`'s parent is `i / 2`. An interval is stored
 /// in the canonical nodes of its decomposition (at most 2 log m); the intervals containing a
-/// leaf are exactly those stored on its path to the root, each exactly once. Node lists are
-/// singly linked through flat arrays to keep one allocation for the whole tree.
+/// leaf are exactly those stored on its path to the root, each exactly once. Every interval
+/// that will be inserted is known when the tree is built, so each node's list gets exactly
+/// the room it needs.
 struct StabbingTree {
     leaves: usize,
-    /// First entry of each node's list, or `NONE`.
-    head: Vec<u32>,
-    /// Per entry: the next entry of the same node's list (or `NONE`) and the buffer index.
-    entries: Vec<(u32, u32)>,
+    nodes: SlotLists,
 }
 
-const NONE: u32 = u32::MAX;
-
 impl StabbingTree {
-    fn new(leaves: usize) -> StabbingTree {
+    /// A tree over `leaves` leaves with room for the intervals `spans` (inclusive).
+    fn new(leaves: usize, spans: &[(u32, u32)]) -> StabbingTree {
+        let mut capacities = vec![0u32; 2 * leaves];
+        for &(lo, hi) in spans {
+            Self::for_each_canonical_node(leaves, lo, hi, |node| capacities[node] += 1);
+        }
         StabbingTree {
             leaves,
-            head: vec![NONE; 2 * leaves],
-            entries: Vec::new(),
+            nodes: SlotLists::with_capacities(&capacities),
         }
     }
 
-    /// Records `item` on the leaves `lo..=hi`.
-    fn insert(&mut self, lo: u32, hi: u32, item: u32) {
-        let mut left = lo as usize + self.leaves;
-        let mut right = hi as usize + 1 + self.leaves;
+    /// The nodes whose leaf ranges partition `lo..=hi`.
+    fn for_each_canonical_node(leaves: usize, lo: u32, hi: u32, mut visit: impl FnMut(usize)) {
+        let mut left = lo as usize + leaves;
+        let mut right = hi as usize + 1 + leaves;
         while left < right {
             if left & 1 == 1 {
-                self.push(left, item);
+                visit(left);
                 left += 1;
             }
             if right & 1 == 1 {
                 right -= 1;
-                self.push(right, item);
+                visit(right);
             }
             left >>= 1;
             right >>= 1;
         }
     }
 
-    fn push(&mut self, node: usize, item: u32) {
-        let entry = u32::try_from(self.entries.len()).expect("fewer than 2^32 tree entries");
-        self.entries.push((self.head[node], item));
-        self.head[node] = entry;
+    /// Records `slot` on the leaves `lo..=hi` (an interval given to [`StabbingTree::new`]).
+    fn insert(&mut self, lo: u32, hi: u32, slot: (u64, u64)) {
+        let nodes = &mut self.nodes;
+        Self::for_each_canonical_node(self.leaves, lo, hi, |node| nodes.push(node, slot));
     }
 
-    /// Calls `visit` once for each item recorded on leaf `point`.
-    fn for_each_live_at(&self, point: u32, mut visit: impl FnMut(u32)) {
+    /// Calls `visit` with the slots recorded on each node from leaf `point` to the root.
+    fn for_each_live_at(&self, point: u32, mut visit: impl FnMut(&[(u64, u64)])) {
         let mut node = point as usize + self.leaves;
         while node >= 1 {
-            let mut entry = self.head[node];
-            while entry != NONE {
-                let (next, item) = self.entries[entry as usize];
-                visit(item);
-                entry = next;
-            }
+            visit(self.nodes.get(node));
             node >>= 1;
         }
     }
@@ -459,19 +498,21 @@ mod tests {
     fn stabbing_tree_reports_exactly_the_live_intervals() {
         // Brute force over every leaf of a small tree with intervals of all shapes.
         let leaves = 13;
-        let mut tree = StabbingTree::new(leaves);
         let mut intervals = Vec::new();
         for lo in 0..leaves as u32 {
             for hi in (lo..leaves as u32).step_by(3) {
-                tree.insert(lo, hi, intervals.len() as u32);
                 intervals.push((lo, hi));
             }
         }
+        let mut tree = StabbingTree::new(leaves, &intervals);
+        for (item, &(lo, hi)) in intervals.iter().enumerate() {
+            tree.insert(lo, hi, (item as u64, 0));
+        }
         for point in 0..leaves as u32 {
             let mut found = Vec::new();
-            tree.for_each_live_at(point, |item| found.push(item));
+            tree.for_each_live_at(point, |slots| found.extend(slots.iter().map(|s| s.0)));
             found.sort_unstable();
-            let expected: Vec<u32> = (0..intervals.len() as u32)
+            let expected: Vec<u64> = (0..intervals.len() as u64)
                 .filter(|&i| intervals[i as usize].0 <= point && point <= intervals[i as usize].1)
                 .collect();
             assert_eq!(found, expected, "leaf {point}");
