@@ -18,34 +18,53 @@
 //!
 //! # Finding the buffers that overlap in time
 //!
-//! Scanning every placed buffer for each placement would be quadratic. Instead two indexes
-//! over time hold the placed buffers, and a buffer with lifetime `[first, last]` overlaps
-//! exactly the placed buffers that are live at step `first` or that start in `(first, last]`:
+//! Scanning every placed buffer for each placement would be quadratic. Instead the placed
+//! buffers are indexed over time. Time is counted in *points*, the distinct start steps
+//! (m <= n of them); a buffer's *span* is the range of points its lifetime covers, and it is
+//! *short* when that span is at most [`SHORT_SPAN`] points (most tensors of a model), *long*
+//! otherwise. A buffer with span `[lo, hi]` overlaps exactly:
 //!
-//! - a *stabbing tree*: a segment tree over the distinct start steps where each placed
-//!   buffer is recorded in the O(log m) nodes that cover its lifetime; the buffers live at a
-//!   step are the union of the lists on the path from that step's leaf to the root;
-//! - a *start index*: per start step, the placed buffers beginning there; every start step
-//!   walked in `(first, last]` begins some buffer that overlaps this one, so the walk costs
-//!   no more than the buffers overlapping in time.
+//! - the placed buffers starting at a point in `[lo, hi]`: read from the *start lists*, one
+//!   list per point, laid out in point order in one array. Every point walked begins some
+//!   buffer overlapping this one, so the walk costs no more than the buffers overlapping;
+//! - the placed short buffers starting in the `SHORT_SPAN - 1` points before `lo` and still
+//!   live at `lo`: read from the same lists, right before the first ones in memory, keeping
+//!   those that reach `lo`;
+//! - the placed long buffers starting before `lo` and live at `lo`: read from a *stabbing
+//!   tree*, a segment tree over blocks of a few points where each long buffer is
+//!   recorded in the O(log m) nodes covering its blocks; the lists on the path from `lo`'s
+//!   block to the root hold every long buffer live in that block, filtered to those live at
+//!   `lo`.
 //!
-//! Both store each placed buffer's byte range inline, so a query reads its lists and nothing
-//! else.
+//! The lists store each placed buffer's byte range inline, and every list's final length is
+//! known before packing, so all lists of an index share one array with each list contiguous:
+//! a query for a short buffer reads a few neighbouring cache lines. That locality, not the
+//! operation count, is what keeps a million buffers fast.
 //!
 //! # Complexity
 //!
-//! With n buffers, m <= n distinct start steps and k_i placed buffers overlapping buffer i in
-//! time: O(n log n) for the sort, the inserts and the index queries, plus O(k_i log k_i) per
-//! buffer to order the overlapping ones by offset. For model graphs, where most tensors live
-//! a few steps and only a handful live long, k_i is small and the whole is O(n log n); a
-//! buffer that overlaps all others in time costs O(n log n) on its own (the worst case, every
-//! buffer live together, is O(n^2 log n)). Memory is O(n log m) for the stabbing tree in the
-//! worst case, O(n) for short lifetimes.
+//! With n buffers and k_i buffers overlapping buffer i in time (plus the long buffers live in
+//! the same block of points, and the `SHORT_SPAN - 1` points scanned before its start):
+//! O(n log n) for the sort, the inserts and the tree walks, plus O(k_i log k_i) per buffer to
+//! collect the overlapping placed ones and order them by offset. Mapping steps to points is a
+//! table lookup when the steps are dense (at most about 4n of them), a binary search
+//! otherwise.
+//! For model graphs, where most tensors live a few steps and only a few live long, k_i is
+//! small and the whole is O(n log n); a buffer that overlaps all others in time costs O(n log
+//! n) on its own (the worst case, every buffer live together, is O(n^2 log n)). Memory: O(n)
+//! for the start lists, O(l log m) for the tree of l long buffers.
 
 use std::cmp::Reverse;
 
 use super::{Buffer, Packing};
 use crate::bounds::align_up;
+
+/// Buffers spanning at most this many points are short (see the module documentation).
+pub const SHORT_SPAN: u32 = 8;
+
+/// Points per leaf of the long buffers' tree: coarser leaves keep the tree small enough to
+/// stay in cache, at the price of filtering out long buffers live elsewhere in the block.
+const TREE_BLOCK: u32 = 8;
 
 /// The order in which buffers are taken.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -118,26 +137,25 @@ impl Fit {
 /// Packs `buffers` greedily (see the module documentation). Deterministic: the same buffers
 /// in the same order always give the same offsets.
 pub fn pack_greedy(buffers: &[Buffer], order: Order, fit: Fit) -> Packing {
-    let mut heap = Heap::new(buffers);
+    let timeline = Timeline::new(buffers);
+    let mut heap = Heap::new(buffers, &timeline);
+    let mut queue: Vec<Item> = Vec::with_capacity(buffers.len());
     for (index, buffer) in buffers.iter().enumerate() {
-        if let Some(offset) = buffer.fixed_offset {
-            heap.place(index, offset);
+        let item = Item::new(index, buffer, timeline.span[index]);
+        match buffer.fixed_offset {
+            Some(offset) => heap.place(&item, offset),
+            None => queue.push(item),
         }
     }
-
-    let mut sequence: Vec<u32> = (0..buffers.len() as u32)
-        .filter(|&index| buffers[index as usize].fixed_offset.is_none())
-        .collect();
-    sort_by_order(&mut sequence, buffers, order);
+    sort_by_order(&mut queue, order);
 
     // Byte ranges of the placed buffers overlapping the current one in time; reused.
     let mut occupied: Vec<(u64, u64)> = Vec::new();
-    for &index in &sequence {
-        let index = index as usize;
-        heap.collect_overlapping(index, &mut occupied);
-        occupied.sort_unstable();
-        let offset = choose_gap(&occupied, &buffers[index], fit);
-        heap.place(index, offset);
+    for item in &queue {
+        heap.collect_overlapping(item, &mut occupied);
+        occupied.sort_unstable_by_key(|&(offset, _)| offset);
+        let offset = choose_gap(&occupied, item.size, item.alignment, fit);
+        heap.place(item, offset);
     }
 
     Packing {
@@ -147,92 +165,161 @@ pub fn pack_greedy(buffers: &[Buffer], order: Order, fit: Fit) -> Packing {
     }
 }
 
+/// What placing one buffer needs, gathered so that the packing loop reads one record per
+/// buffer in placement order instead of reaching into several arrays at random.
+#[derive(Clone, Copy, Debug)]
+struct Item {
+    size: u64,
+    alignment: u64,
+    index: u32,
+    /// Duration in steps (for the orders).
+    duration: u32,
+    /// Span in points, inclusive.
+    lo: u32,
+    hi: u32,
+}
+
+impl Item {
+    fn new(index: usize, buffer: &Buffer, (lo, hi): (u32, u32)) -> Item {
+        Item {
+            size: buffer.size,
+            alignment: buffer.alignment,
+            index: index as u32,
+            duration: buffer.lifetime.duration(),
+            lo,
+            hi,
+        }
+    }
+
+    fn is_long(&self) -> bool {
+        self.hi - self.lo >= SHORT_SPAN
+    }
+}
+
+/// A placed buffer in a start list: its bytes, its last point and whether it is long.
+#[derive(Clone, Copy, Debug, Default)]
+struct StartSlot {
+    offset: u64,
+    end: u64,
+    hi: u32,
+    long: bool,
+}
+
+/// A placed long buffer in the tree: its bytes and its span.
+#[derive(Clone, Copy, Debug, Default)]
+struct LongSlot {
+    offset: u64,
+    end: u64,
+    lo: u32,
+    hi: u32,
+}
+
 /// The buffers placed so far, indexed over time.
-struct Heap<'a> {
-    buffers: &'a [Buffer],
-    timeline: Timeline,
-    /// Placed buffers by the start points their lifetimes cover.
-    stabbing: StabbingTree,
-    /// Placed buffers by the start point they begin at.
-    starts: SlotLists,
+struct Heap {
+    /// Placed buffers by the point they start at.
+    starts: SlotLists<StartSlot>,
+    /// Placed long buffers by the blocks of points they cover.
+    long: StabbingTree,
     offsets: Vec<u64>,
     height: u64,
 }
 
-impl<'a> Heap<'a> {
-    fn new(buffers: &'a [Buffer]) -> Heap<'a> {
-        let timeline = Timeline::new(buffers);
+impl Heap {
+    fn new(buffers: &[Buffer], timeline: &Timeline) -> Heap {
         let mut per_start = vec![0u32; timeline.points.len()];
-        for &(lo, _) in &timeline.span {
+        let mut long_blocks = Vec::new();
+        for &(lo, hi) in &timeline.span {
             per_start[lo as usize] += 1;
+            if hi - lo >= SHORT_SPAN {
+                long_blocks.push((lo / TREE_BLOCK, hi / TREE_BLOCK));
+            }
         }
+        let blocks = timeline.points.len().div_ceil(TREE_BLOCK as usize);
         Heap {
-            buffers,
-            stabbing: StabbingTree::new(timeline.points.len(), &timeline.span),
             starts: SlotLists::with_capacities(&per_start),
-            timeline,
+            long: StabbingTree::new(blocks, &long_blocks),
             offsets: vec![0; buffers.len()],
             height: 0,
         }
     }
 
-    fn place(&mut self, index: usize, offset: u64) {
-        let slot = (offset, offset + self.buffers[index].size);
-        self.offsets[index] = offset;
-        self.height = self.height.max(slot.1);
-        let (lo, hi) = self.timeline.span[index];
-        self.stabbing.insert(lo, hi, slot);
-        self.starts.push(lo as usize, slot);
+    fn place(&mut self, item: &Item, offset: u64) {
+        let end = offset + item.size;
+        self.offsets[item.index as usize] = offset;
+        self.height = self.height.max(end);
+        let long = item.is_long();
+        let slot = StartSlot {
+            offset,
+            end,
+            hi: item.hi,
+            long,
+        };
+        self.starts.push(item.lo as usize, slot);
+        if long {
+            let slot = LongSlot {
+                offset,
+                end,
+                lo: item.lo,
+                hi: item.hi,
+            };
+            self.long
+                .insert(item.lo / TREE_BLOCK, item.hi / TREE_BLOCK, slot);
+        }
     }
 
     /// Replaces `occupied` with the byte ranges `(offset, end)` of the placed buffers whose
-    /// lifetimes overlap buffer `index`'s: those live at its start, and those starting later
-    /// but no later than its end. Every start point walked in `(lo, hi]` is the start of some
-    /// buffer overlapping this one, so the walk is bounded by the buffers overlapping in time.
-    fn collect_overlapping(&self, index: usize, occupied: &mut Vec<(u64, u64)>) {
+    /// lifetimes overlap `item`'s (the three sources of the module documentation).
+    fn collect_overlapping(&self, item: &Item, occupied: &mut Vec<(u64, u64)>) {
         occupied.clear();
-        let (lo, hi) = self.timeline.span[index];
-        // Most lists are empty or hold a slot or two: skip the copy call for those.
-        let mut take = |slots: &[(u64, u64)]| match slots {
-            [] => {}
-            [slot] => occupied.push(*slot),
-            _ => occupied.extend_from_slice(slots),
-        };
-        self.stabbing.for_each_live_at(lo, &mut take);
-        for point in lo as usize + 1..=hi as usize {
-            take(self.starts.get(point));
+        let (lo, hi) = (item.lo, item.hi);
+        for point in lo.saturating_sub(SHORT_SPAN - 1)..lo {
+            for slot in self.starts.get(point as usize) {
+                if !slot.long && slot.hi >= lo {
+                    occupied.push((slot.offset, slot.end));
+                }
+            }
         }
+        for point in lo..=hi {
+            for slot in self.starts.get(point as usize) {
+                occupied.push((slot.offset, slot.end));
+            }
+        }
+        self.long.for_each_live_at(lo / TREE_BLOCK, |slots| {
+            for slot in slots {
+                if slot.lo < lo && slot.hi >= lo {
+                    occupied.push((slot.offset, slot.end));
+                }
+            }
+        });
     }
 }
 
-/// Sorts buffer indices into placement order.
-fn sort_by_order(sequence: &mut [u32], buffers: &[Buffer], order: Order) {
-    let duration = |index: u32| buffers[index as usize].lifetime.duration();
-    let size = |index: u32| buffers[index as usize].size;
+/// Sorts buffers into placement order.
+fn sort_by_order(queue: &mut [Item], order: Order) {
     match order {
         Order::Size => {
-            sequence.sort_unstable_by_key(|&i| (Reverse(size(i)), Reverse(duration(i)), i))
+            queue.sort_unstable_by_key(|i| (Reverse(i.size), Reverse(i.duration), i.index))
         }
         Order::Duration => {
-            sequence.sort_unstable_by_key(|&i| (Reverse(duration(i)), Reverse(size(i)), i))
+            queue.sort_unstable_by_key(|i| (Reverse(i.duration), Reverse(i.size), i.index))
         }
-        Order::Area => sequence.sort_unstable_by_key(|&i| {
-            let area = u128::from(size(i)) * u128::from(duration(i));
-            (Reverse(area), Reverse(size(i)), i)
+        Order::Area => queue.sort_unstable_by_key(|i| {
+            let area = u128::from(i.size) * u128::from(i.duration);
+            (Reverse(area), Reverse(i.size), i.index)
         }),
     }
 }
 
-/// The offset for `buffer` among the `occupied` byte ranges (sorted by offset; they may
-/// overlap one another).
-fn choose_gap(occupied: &[(u64, u64)], buffer: &Buffer, fit: Fit) -> u64 {
+/// The offset for a buffer of `size` bytes among the `occupied` byte ranges (sorted by
+/// offset; they may overlap one another).
+fn choose_gap(occupied: &[(u64, u64)], size: u64, alignment: u64, fit: Fit) -> u64 {
     // (gap length, offset) of the best bounded gap so far.
     let mut best: Option<(u64, u64)> = None;
     let mut cursor = 0u64;
     for &(start, end) in occupied {
         if start > cursor {
-            let candidate = align_up(cursor, buffer.alignment);
-            if candidate.saturating_add(buffer.size) <= start {
+            let candidate = align_up(cursor, alignment);
+            if candidate.saturating_add(size) <= start {
                 let length = start - cursor;
                 match fit {
                     Fit::First => return candidate,
@@ -248,7 +335,7 @@ fn choose_gap(occupied: &[(u64, u64)], buffer: &Buffer, fit: Fit) -> u64 {
     }
     match best {
         Some((_, offset)) => offset,
-        None => align_up(cursor, buffer.alignment),
+        None => align_up(cursor, alignment),
     }
 }
 
@@ -267,29 +354,61 @@ impl Timeline {
         let mut points: Vec<u32> = buffers.iter().map(|b| b.lifetime.first).collect();
         points.sort_unstable();
         points.dedup();
-        let span = buffers
-            .iter()
-            .map(|buffer| {
-                let lo = points.partition_point(|&p| p < buffer.lifetime.first);
-                let hi = points.partition_point(|&p| p <= buffer.lifetime.last) - 1;
-                (lo as u32, hi.max(lo) as u32)
-            })
-            .collect();
+        let (Some(&base), Some(top)) = (
+            points.first(),
+            buffers.iter().map(|b| b.lifetime.last).max(),
+        ) else {
+            return Timeline {
+                points,
+                span: Vec::new(),
+            };
+        };
+        let steps = (top.max(base) - base) as usize + 1;
+        let span = if steps <= 4 * buffers.len() + 1024 {
+            // Steps are dense enough for a table from step to the last point at or before it:
+            // one lookup per end instead of a binary search with its cache misses.
+            let mut last_point_at = Vec::with_capacity(steps);
+            let mut point = 0usize;
+            for step in base..=top.max(base) {
+                while point + 1 < points.len() && points[point + 1] <= step {
+                    point += 1;
+                }
+                last_point_at.push(point as u32);
+            }
+            buffers
+                .iter()
+                .map(|b| {
+                    let lo = last_point_at[(b.lifetime.first - base) as usize];
+                    let hi = last_point_at[(b.lifetime.last.max(b.lifetime.first) - base) as usize];
+                    (lo, hi)
+                })
+                .collect()
+        } else {
+            buffers
+                .iter()
+                .map(|b| {
+                    let lo = points.partition_point(|&p| p < b.lifetime.first);
+                    let hi = points.partition_point(|&p| p <= b.lifetime.last) - 1;
+                    (lo as u32, hi.max(lo) as u32)
+                })
+                .collect()
+        };
         Timeline { points, span }
     }
 }
 
-/// Lists of byte ranges `(offset, end)`, one per key, whose final lengths are known in
-/// advance: each list owns a contiguous run of one flat array (filled from its start), so that
-/// reading a list is one sequential read and all lists together are one allocation.
-struct SlotLists {
+/// Lists of slots, one per key, whose final lengths are known in advance: each list owns a
+/// contiguous run of one flat array (filled from its start), so that reading a list is one
+/// sequential read, neighbouring keys are neighbours in memory, and all lists together are
+/// one allocation.
+struct SlotLists<T> {
     /// Per key: where its run starts and how much of it is filled.
     runs: Vec<(u32, u32)>,
-    slots: Vec<(u64, u64)>,
+    slots: Vec<T>,
 }
 
-impl SlotLists {
-    fn with_capacities(capacities: &[u32]) -> SlotLists {
+impl<T: Copy + Default> SlotLists<T> {
+    fn with_capacities(capacities: &[u32]) -> SlotLists<T> {
         let mut total = 0u32;
         let runs = capacities
             .iter()
@@ -303,17 +422,17 @@ impl SlotLists {
             .collect();
         SlotLists {
             runs,
-            slots: vec![(0, 0); total as usize],
+            slots: vec![T::default(); total as usize],
         }
     }
 
-    fn push(&mut self, key: usize, slot: (u64, u64)) {
+    fn push(&mut self, key: usize, slot: T) {
         let (start, filled) = &mut self.runs[key];
         self.slots[(*start + *filled) as usize] = slot;
         *filled += 1;
     }
 
-    fn get(&self, key: usize) -> &[(u64, u64)] {
+    fn get(&self, key: usize) -> &[T] {
         let (start, filled) = self.runs[key];
         &self.slots[start as usize..(start + filled) as usize]
     }
@@ -328,7 +447,7 @@ impl SlotLists {
 /// the room it needs.
 struct StabbingTree {
     leaves: usize,
-    nodes: SlotLists,
+    nodes: SlotLists<LongSlot>,
 }
 
 impl StabbingTree {
@@ -363,14 +482,14 @@ impl StabbingTree {
     }
 
     /// Records `slot` on the leaves `lo..=hi` (an interval given to [`StabbingTree::new`]).
-    fn insert(&mut self, lo: u32, hi: u32, slot: (u64, u64)) {
+    fn insert(&mut self, lo: u32, hi: u32, slot: LongSlot) {
         let nodes = &mut self.nodes;
         Self::for_each_canonical_node(self.leaves, lo, hi, |node| nodes.push(node, slot));
     }
 
-    /// Calls `visit` with the slots recorded on each node from leaf `point` to the root.
-    fn for_each_live_at(&self, point: u32, mut visit: impl FnMut(&[(u64, u64)])) {
-        let mut node = point as usize + self.leaves;
+    /// Calls `visit` with the slots recorded on each node from leaf `leaf` to the root.
+    fn for_each_live_at(&self, leaf: u32, mut visit: impl FnMut(&[LongSlot])) {
+        let mut node = leaf as usize + self.leaves;
         while node >= 1 {
             visit(self.nodes.get(node));
             node >>= 1;
@@ -470,15 +589,101 @@ mod tests {
 
     #[test]
     fn orders_sort_as_documented() {
-        let buffers = vec![buffer(10, 0, 9), buffer(20, 0, 0), buffer(20, 0, 1)];
+        let buffers = [buffer(10, 0, 9), buffer(20, 0, 0), buffer(20, 0, 1)];
         let sorted = |order| {
-            let mut sequence = vec![0, 1, 2];
-            sort_by_order(&mut sequence, &buffers, order);
-            sequence
+            let mut queue: Vec<Item> = buffers
+                .iter()
+                .enumerate()
+                .map(|(index, b)| Item::new(index, b, (0, 0)))
+                .collect();
+            sort_by_order(&mut queue, order);
+            queue.iter().map(|item| item.index).collect::<Vec<u32>>()
         };
         assert_eq!(sorted(Order::Size), vec![2, 1, 0]);
         assert_eq!(sorted(Order::Duration), vec![0, 2, 1]);
         assert_eq!(sorted(Order::Area), vec![0, 2, 1]);
+    }
+
+    /// The same greedy packing with the overlapping buffers found by brute force.
+    fn pack_by_brute_force(buffers: &[Buffer], order: Order, fit: Fit) -> Vec<u64> {
+        let mut queue: Vec<Item> = buffers
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.fixed_offset.is_none())
+            .map(|(index, b)| Item::new(index, b, (0, 0)))
+            .collect();
+        sort_by_order(&mut queue, order);
+        let mut placed: Vec<Option<u64>> = buffers.iter().map(|b| b.fixed_offset).collect();
+        for item in queue {
+            let own = buffers[item.index as usize].lifetime;
+            let mut occupied: Vec<(u64, u64)> = (0..buffers.len())
+                .filter_map(|j| placed[j].map(|offset| (j, offset)))
+                .filter(|&(j, _)| buffers[j].lifetime.overlaps(own))
+                .map(|(j, offset)| (offset, offset + buffers[j].size))
+                .collect();
+            occupied.sort_unstable_by_key(|&(offset, _)| offset);
+            placed[item.index as usize] =
+                Some(choose_gap(&occupied, item.size, item.alignment, fit));
+        }
+        placed.into_iter().map(Option::unwrap).collect()
+    }
+
+    #[test]
+    fn the_time_indexes_find_exactly_the_overlapping_buffers() {
+        // Short, long (beyond SHORT_SPAN points), whole-run, fixed and sparse-start buffers.
+        let mut buffers: Vec<Buffer> = (0..600u32)
+            .map(|i| {
+                let first = (i * 37) % 150;
+                let duration = match i % 10 {
+                    0 => 20 + i % 60,
+                    1 => 9 + i % 3,
+                    _ => i % 4,
+                };
+                Buffer {
+                    size: u64::from(i * 7919 % 113 + 1),
+                    alignment: 1 << (i % 3),
+                    lifetime: Lifetime::new(first, first + duration),
+                    fixed_offset: None,
+                }
+            })
+            .collect();
+        buffers.push(buffer(50, 0, 400));
+        buffers.push(Buffer {
+            fixed_offset: Some(1000),
+            ..buffer(64, 30, 90)
+        });
+        for (_, order) in Order::ALL {
+            for (_, fit) in Fit::ALL {
+                let packing = pack_greedy(&buffers, order, fit);
+                assert_valid_packing(&buffers, &packing);
+                assert_eq!(
+                    packing.offsets,
+                    pack_by_brute_force(&buffers, order, fit),
+                    "{order:?} {fit:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn sparse_and_dense_steps_give_the_same_spans() {
+        let dense = vec![
+            buffer(1, 5, 9),
+            buffer(1, 7, 7),
+            buffer(1, 9, 12),
+            buffer(1, 12, 12),
+        ];
+        let sparse: Vec<Buffer> = dense
+            .iter()
+            .map(|b| {
+                let (first, last) = (b.lifetime.first, b.lifetime.last);
+                buffer(1, first * 100_000, last * 100_000)
+            })
+            .collect();
+        let expected = vec![(0, 2), (1, 1), (2, 3), (3, 3)];
+        assert_eq!(Timeline::new(&dense).span, expected);
+        assert_eq!(Timeline::new(&sparse).span, expected);
+        assert!(Timeline::new(&[]).span.is_empty());
     }
 
     #[test]
@@ -506,11 +711,15 @@ mod tests {
         }
         let mut tree = StabbingTree::new(leaves, &intervals);
         for (item, &(lo, hi)) in intervals.iter().enumerate() {
-            tree.insert(lo, hi, (item as u64, 0));
+            let slot = LongSlot {
+                offset: item as u64,
+                ..LongSlot::default()
+            };
+            tree.insert(lo, hi, slot);
         }
         for point in 0..leaves as u32 {
             let mut found = Vec::new();
-            tree.for_each_live_at(point, |slots| found.extend(slots.iter().map(|s| s.0)));
+            tree.for_each_live_at(point, |slots| found.extend(slots.iter().map(|s| s.offset)));
             found.sort_unstable();
             let expected: Vec<u64> = (0..intervals.len() as u64)
                 .filter(|&i| intervals[i as usize].0 <= point && point <= intervals[i as usize].1)

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use memplan_planner_greedy_bestfit::corpus::{read_buffers, single_memory_request};
 use memplan_planner_greedy_bestfit::GreedyBestFit;
 use memplan_plugin_api::bounds::{align_up, lower_bound};
-use memplan_plugin_api::kit::Buffer;
+use memplan_plugin_api::kit::{pack_greedy, Buffer, Fit, Order};
 use memplan_plugin_api::{HostContext, Lifetime, MemoryPlan, Planner};
 
 /// A small deterministic generator (SplitMix64), so traces are the same on every run.
@@ -152,6 +152,21 @@ fn main() {
             let name = format!("{sub}/{}", path.file_name().unwrap().to_string_lossy());
             measure(&name, &read_buffers(&path), options, 5);
         }
+    }
+    for count in [100_000, 1_000_000] {
+        let buffers = model_like_trace(count, 1);
+        let mut cpu_times = Vec::new();
+        let mut height = 0;
+        for _ in 0..3 {
+            let start = thread_cpu_time().unwrap_or_default();
+            height = pack_greedy(&buffers, Order::Size, Fit::Best).height;
+            cpu_times.push(thread_cpu_time().unwrap_or_default().saturating_sub(start));
+        }
+        cpu_times.sort();
+        println!(
+            "pack_greedy alone, {count} buffers: height {height}, median cpu {:.1} ms",
+            cpu_times[1].as_secs_f64() * 1e3
+        );
     }
     let small = model_like_trace(100_000, 1);
     let small_time = measure("generated model-like 100k", &small, "{}", 5);
