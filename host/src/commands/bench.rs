@@ -313,20 +313,10 @@ impl Progress {
 mod tests {
     use super::*;
     use abi_stable::std_types::{ROption, RVec};
-    use memplan_plugin_api::{AliasOf, Allocation, Binding, Lifetime, TensorKind, TensorRequest};
+    use memplan_plugin_api::{AliasOf, Allocation, Binding, TensorKind, TensorRequest};
 
     fn tensor(kind: TensorKind, size: u64, first: u32, last: u32) -> TensorRequest {
-        TensorRequest {
-            id: RString::from("t"),
-            kind,
-            size,
-            alignment: 16,
-            lifetime: Lifetime::new(first, last),
-            alias_of: ROption::RNone,
-            fixed_offset: ROption::RNone,
-            memory: ROption::RNone,
-            source_memory: ROption::RNone,
-        }
+        memplan_plugin_api::kit::testing::tensor("t", kind, size, first, last)
     }
 
     fn allocation(tensor: u32, role: ArenaRole, memory: u32, offset: u64, size: u64) -> Allocation {

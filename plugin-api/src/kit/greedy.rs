@@ -88,18 +88,11 @@ impl Order {
 
     /// The order called `name` (`size`, `duration`, `area`).
     pub fn from_name(name: &str) -> Option<Order> {
-        Self::ALL
-            .iter()
-            .find(|(known, _)| *known == name)
-            .map(|&(_, order)| order)
+        value_named(&Self::ALL, name)
     }
 
     pub fn name(self) -> &'static str {
-        Self::ALL
-            .iter()
-            .find(|(_, order)| *order == self)
-            .map(|&(name, _)| name)
-            .expect("every order is listed in ALL")
+        name_of(&Self::ALL, self)
     }
 }
 
@@ -119,19 +112,27 @@ impl Fit {
 
     /// The fit called `name` (`best`, `first`).
     pub fn from_name(name: &str) -> Option<Fit> {
-        Self::ALL
-            .iter()
-            .find(|(known, _)| *known == name)
-            .map(|&(_, fit)| fit)
+        value_named(&Self::ALL, name)
     }
 
     pub fn name(self) -> &'static str {
-        Self::ALL
-            .iter()
-            .find(|(_, fit)| *fit == self)
-            .map(|&(name, _)| name)
-            .expect("every fit is listed in ALL")
+        name_of(&Self::ALL, self)
     }
+}
+
+fn value_named<T: Copy>(choices: &[(&'static str, T)], name: &str) -> Option<T> {
+    choices
+        .iter()
+        .find(|(known, _)| *known == name)
+        .map(|&(_, value)| value)
+}
+
+fn name_of<T: PartialEq>(choices: &[(&'static str, T)], value: T) -> &'static str {
+    choices
+        .iter()
+        .find(|(_, known)| *known == value)
+        .map(|&(name, _)| name)
+        .expect("every value is listed in its ALL")
 }
 
 /// Packs `buffers` greedily (see the module documentation). Deterministic: the same buffers

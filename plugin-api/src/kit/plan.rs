@@ -495,44 +495,15 @@ mod tests {
     use abi_stable::std_types::{ROption, RString, RVec};
 
     use super::*;
-    use crate::abi::{AliasOf, Lifetime, MemoryRequest, TensorKind, TensorRequest};
+    use crate::abi::{AliasOf, MemoryRequest, TensorKind, TensorRequest};
     use crate::kit::greedy::{pack_greedy, Fit, Order};
-    use crate::kit::testing::assert_valid_plan;
+    use crate::kit::testing::{assert_valid_plan, memory, tensor};
     use crate::kit::Packing;
 
     struct Greedy;
     impl Packer for Greedy {
         fn pack(&self, buffers: &[Buffer], _: &HostContext) -> Result<Packing, PlanError> {
             Ok(pack_greedy(buffers, Order::Size, Fit::Best))
-        }
-    }
-
-    fn memory(
-        name: &str,
-        budget: Option<u64>,
-        writable: bool,
-        order: Option<u32>,
-    ) -> MemoryRequest {
-        MemoryRequest {
-            name: RString::from(name),
-            budget: budget.into(),
-            writable,
-            scratch_order: order.into(),
-            arena_alignment: 16,
-        }
-    }
-
-    fn tensor(id: &str, kind: TensorKind, size: u64, first: u32, last: u32) -> TensorRequest {
-        TensorRequest {
-            id: RString::from(id),
-            kind,
-            size,
-            alignment: 16,
-            lifetime: Lifetime::new(first, last),
-            alias_of: ROption::RNone,
-            fixed_offset: ROption::RNone,
-            memory: ROption::RNone,
-            source_memory: ROption::RNone,
         }
     }
 

@@ -8,8 +8,10 @@
 
 use std::collections::BTreeMap;
 
+use abi_stable::std_types::{ROption, RString};
+
 use super::{Buffer, Packing};
-use crate::abi::{Lifetime, MemoryPlan, PlanRequest};
+use crate::abi::{Lifetime, MemoryPlan, MemoryRequest, PlanRequest, TensorKind, TensorRequest};
 
 /// A buffer of `size` bytes, alignment 1, live over the inclusive steps `first..=last`.
 pub fn buffer(size: u64, first: u32, last: u32) -> Buffer {
@@ -18,6 +20,38 @@ pub fn buffer(size: u64, first: u32, last: u32) -> Buffer {
         alignment: 1,
         lifetime: Lifetime::new(first, last),
         fixed_offset: None,
+    }
+}
+
+/// A tensor request of `kind` and `size` bytes, alignment 16, live over the inclusive steps
+/// `first..=last`, with no alias, fixed offset or memory: set those fields as a test needs.
+pub fn tensor(id: &str, kind: TensorKind, size: u64, first: u32, last: u32) -> TensorRequest {
+    TensorRequest {
+        id: RString::from(id),
+        kind,
+        size,
+        alignment: 16,
+        lifetime: Lifetime::new(first, last),
+        alias_of: ROption::RNone,
+        fixed_offset: ROption::RNone,
+        memory: ROption::RNone,
+        source_memory: ROption::RNone,
+    }
+}
+
+/// A memory with arena alignment 16.
+pub fn memory(
+    name: &str,
+    budget: Option<u64>,
+    writable: bool,
+    order: Option<u32>,
+) -> MemoryRequest {
+    MemoryRequest {
+        name: RString::from(name),
+        budget: budget.into(),
+        writable,
+        scratch_order: order.into(),
+        arena_alignment: 16,
     }
 }
 

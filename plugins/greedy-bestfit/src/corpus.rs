@@ -5,9 +5,10 @@
 
 use std::path::PathBuf;
 
-use memplan_plugin_api::abi_stable::std_types::{ROption, RString, RVec};
+use memplan_plugin_api::abi_stable::std_types::{RString, RVec};
+use memplan_plugin_api::kit::testing::{memory, tensor};
 use memplan_plugin_api::kit::Buffer;
-use memplan_plugin_api::{Lifetime, MemoryRequest, PlanRequest, TensorKind, TensorRequest};
+use memplan_plugin_api::{Lifetime, PlanRequest, TensorKind, TensorRequest};
 
 /// Buffers of a CSV with header columns `lower`, `upper` (half-open), `size` and optionally
 /// `alignment` and `offset` (fixed), in row order.
@@ -58,16 +59,14 @@ pub fn single_memory_request(buffers: &[Buffer]) -> PlanRequest {
     let tensors: Vec<TensorRequest> = buffers
         .iter()
         .enumerate()
-        .map(|(index, buffer)| TensorRequest {
-            id: RString::from(index.to_string()),
-            kind: TensorKind::Intermediate,
-            size: buffer.size,
-            alignment: buffer.alignment,
-            lifetime: buffer.lifetime,
-            alias_of: ROption::RNone,
-            fixed_offset: buffer.fixed_offset.into(),
-            memory: ROption::RNone,
-            source_memory: ROption::RNone,
+        .map(|(index, buffer)| {
+            let (first, last) = (buffer.lifetime.first, buffer.lifetime.last);
+            let kind = TensorKind::Intermediate;
+            TensorRequest {
+                alignment: buffer.alignment,
+                fixed_offset: buffer.fixed_offset.into(),
+                ..tensor(&index.to_string(), kind, buffer.size, first, last)
+            }
         })
         .collect();
     PlanRequest {
@@ -77,13 +76,7 @@ pub fn single_memory_request(buffers: &[Buffer]) -> PlanRequest {
             .max()
             .unwrap_or(0),
         tensors: RVec::from(tensors),
-        memories: RVec::from(vec![MemoryRequest {
-            name: RString::from("SRAM"),
-            budget: ROption::RNone,
-            writable: true,
-            scratch_order: ROption::RSome(0),
-            arena_alignment: 16,
-        }]),
+        memories: RVec::from(vec![memory("SRAM", None, true, Some(0))]),
         options: RString::from("{}"),
     }
 }

@@ -29,35 +29,18 @@ memplan_plugin_api::export_planners!(Linear);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memplan_plugin_api::abi_stable::std_types::{ROption, RString, RVec};
-    use memplan_plugin_api::kit::testing::assert_valid_plan;
-    use memplan_plugin_api::{Lifetime, MemoryRequest, PlanErrorKind, TensorKind, TensorRequest};
+    use memplan_plugin_api::abi_stable::std_types::{RString, RVec};
+    use memplan_plugin_api::kit::testing::{assert_valid_plan, memory, tensor};
+    use memplan_plugin_api::{PlanErrorKind, TensorKind, TensorRequest};
 
     fn request(options: &str) -> PlanRequest {
-        let tensor = |id: &str, first, last| TensorRequest {
-            id: RString::from(id),
-            kind: TensorKind::Intermediate,
-            size: 24,
+        let tensor = |id: &str, step| TensorRequest {
             alignment: 8,
-            lifetime: Lifetime::new(first, last),
-            alias_of: ROption::RNone,
-            fixed_offset: ROption::RNone,
-            memory: ROption::RNone,
-            source_memory: ROption::RNone,
+            ..tensor(id, TensorKind::Intermediate, 24, step, step)
         };
         PlanRequest {
-            tensors: RVec::from(vec![
-                tensor("a", 0, 0),
-                tensor("b", 1, 1),
-                tensor("c", 2, 2),
-            ]),
-            memories: RVec::from(vec![MemoryRequest {
-                name: RString::from("SRAM"),
-                budget: ROption::RNone,
-                writable: true,
-                scratch_order: ROption::RSome(0),
-                arena_alignment: 16,
-            }]),
+            tensors: RVec::from(vec![tensor("a", 0), tensor("b", 1), tensor("c", 2)]),
+            memories: RVec::from(vec![memory("SRAM", None, true, Some(0))]),
             num_steps: 3,
             options: RString::from(options),
         }
