@@ -63,6 +63,7 @@ use crate::bounds::align_up;
 /// a model, a tensor read by the next op or the one after. Chosen by measurement (the
 /// `pack_bench` example of `greedy-bestfit`): 2, 4 and 8 cost about the same at 100,000
 /// buffers; at 1,000,000, 2 was fastest, as the backward scan then reads one list.
+pub const SHORT_SPAN: u32 = 2;
 
 /// Points per leaf of the long buffers' tree: coarser leaves keep the tree small enough to
 /// stay in cache, at the price of filtering out long buffers live elsewhere in the block.
