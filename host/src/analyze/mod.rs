@@ -1,13 +1,29 @@
 //! Analyze stage: turns a [`Model`] plus target, constraints and rules into the plan request
 //! a planner receives: inclusive lifetimes, merged alias chains, slot alignment, resolved
 //! placement attributes and memory budgets.
+//!
+//! Order of work: memory limits (constraints checked against the target), rules checked
+//! against the target, alias roots ([`aliases`]), lifetimes ([`lifetimes`]), then one pass
+//! over the tensors resolving attributes, alignment and memories. Everything is O(n) apart
+//! from the per-memory lower bounds (O(n log n) sweeps).
 
+pub mod aliases;
+pub mod lifetimes;
+
+use std::collections::HashSet;
 use std::path::PathBuf;
 
-use memplan_plugin_api::PlanRequest;
+use abi_stable::std_types::{RNone, ROption, RSome, RString, RVec};
+use memplan_plugin_api::bounds::{align_up, lower_bound};
+use memplan_plugin_api::{
+    AliasOf, ArenaRole, Lifetime, MemoryRequest, PlanRequest, TensorKind, TensorRequest,
+};
 
 use crate::error::{Error, Result};
-use crate::input::Model;
+use crate::input::{Constraints, Model, Rules, Target};
+
+/// Arena base alignment never goes below this (heliaAOT's floor).
+pub const MIN_ARENA_ALIGNMENT: u64 = 16;
 
 /// What the later stages know about the model.
 #[derive(Clone, Debug)]
@@ -20,14 +36,233 @@ pub struct Analysis {
     pub request: PlanRequest,
     /// Tensor names, by tensor index.
     pub names: Vec<String>,
-    /// Bytes of constant tensors, by tensor index (`None` for non-constants).
+    /// Bytes of constant tensors, by tensor index (`None` for non-constants and for aliases
+    /// of constants, whose bytes are their root's).
     pub constant_data: Vec<Option<Vec<u8>>>,
+    /// By memory index: the lower bound of the bytes that must go there — the tensors pinned
+    /// to the memory (constants by their destination, scratch and persistent tensors by a
+    /// `memory` rule), the sum over the three roles of each role's lower bound. Tensors the
+    /// planner may place freely are not counted.
+    pub memory_lower_bounds: Vec<u64>,
 }
 
-/// Runs the analysis. Placeholder until the model-input issue lands.
-pub fn analyze(model: Model) -> Result<Analysis> {
-    Err(Error::internal(format!(
-        "{}: analysis is not implemented yet",
-        model.path.display()
-    )))
+/// Runs the analysis.
+pub fn analyze(
+    model: Model,
+    target: &Target,
+    constraints: &Constraints,
+    rules: &Rules,
+) -> Result<Analysis> {
+    let limits = constraints.apply(target)?;
+    check_rule_memories(target, rules)?;
+    let roots = aliases::resolve(&model)?;
+    let lifetimes = lifetimes::derive(&model, &roots)?;
+    let file = model.path.display().to_string();
+    if let (count @ 1.., Some(first)) = lifetimes.unused {
+        tracing::warn!(
+            "{file}: {count} tensor(s) are never used (first: '{}'); they get lifetime [0, 0]",
+            model.tensors[first as usize].id
+        );
+    }
+
+    let memories: Vec<MemoryRequest> = target
+        .memories
+        .iter()
+        .zip(&limits)
+        .map(|(memory, limit)| MemoryRequest {
+            name: RString::from(memory.name.as_str()),
+            budget: limit.budget.into(),
+            writable: memory.writable,
+            scratch_order: memory.scratch_order.into(),
+            arena_alignment: MIN_ARENA_ALIGNMENT
+                .max(target.min_alignment)
+                .max(limit.arena_alignment.unwrap_or(1)),
+        })
+        .collect();
+    // A tensor the planner may put in any scratch memory gets the strictest arena alignment
+    // the user asked for among them, so its slot is valid wherever it lands.
+    let free_alignment = target
+        .memories
+        .iter()
+        .zip(&limits)
+        .filter(|(memory, _)| memory.scratch_order.is_some())
+        .filter_map(|(_, limit)| limit.arena_alignment)
+        .max()
+        .unwrap_or(1);
+    let memory_index = |name: &str| -> Result<u32> {
+        target.memory_index(name).map(|i| i as u32).ok_or_else(|| {
+            Error::internal(format!(
+                "memory {name} vanished after the rules were checked"
+            ))
+        })
+    };
+    let default_constant_memory = target.default_constant_memory() as u32;
+
+    let resolver = rules.resolver();
+    let mut named_by_rules: HashSet<&str> = HashSet::new();
+    let n = model.tensors.len();
+    let mut tensors: Vec<TensorRequest> = Vec::with_capacity(n);
+    let mut names = Vec::with_capacity(n);
+    let mut constant_data = Vec::with_capacity(n);
+    for (index, tensor) in model.tensors.into_iter().enumerate() {
+        let attributes = resolver.resolve(tensor.kind, &tensor.id);
+        if let Some(named) = resolver.named(&tensor.id) {
+            named_by_rules.insert(named);
+        }
+        let (memory, source_memory) = if tensor.kind == TensorKind::Constant {
+            let source = match &attributes.memory {
+                Some(name) => memory_index(name)?,
+                None => default_constant_memory,
+            };
+            let destination = match &attributes.constant_destination_memory {
+                Some(name) => memory_index(name)?,
+                None => source,
+            };
+            (RSome(destination), RSome(source))
+        } else {
+            let memory = match &attributes.memory {
+                Some(name) => RSome(memory_index(name)?),
+                None => RNone,
+            };
+            if let RSome(m) = memory {
+                if !target.memories[m as usize].writable {
+                    return Err(Error::input(format!(
+                        "{file}: tensor '{}' ({}) is placed in {} by the rules, but {} is read-only; only constants may live there",
+                        tensor.id,
+                        tensor.kind.as_str(),
+                        target.memories[m as usize].name,
+                        target.memories[m as usize].name
+                    )));
+                }
+            }
+            (memory, RNone)
+        };
+        let memory_alignment = match memory {
+            RSome(m) => limits[m as usize].arena_alignment.unwrap_or(1),
+            RNone => free_alignment,
+        };
+        let alignment = target
+            .min_alignment
+            .max(tensor.element_size.max(1).next_power_of_two())
+            .max(tensor.alignment.unwrap_or(1))
+            .max(attributes.alignment.unwrap_or(1))
+            .max(memory_alignment);
+        if let Some(offset) = tensor.fixed_offset.filter(|o| o % alignment != 0) {
+            return Err(Error::input(format!(
+                "{file}: tensor '{}': fixed_offset {offset} is not a multiple of its alignment {alignment}; move it or lower the alignment",
+                tensor.id
+            )));
+        }
+        let alias_of = match tensor.alias_of {
+            Some(_) => RSome(AliasOf {
+                root: roots.root[index],
+                offset: roots.offset[index],
+            }),
+            None => RNone,
+        };
+        names.push(tensor.name);
+        constant_data.push(if tensor.kind == TensorKind::Constant {
+            tensor.data
+        } else {
+            None
+        });
+        tensors.push(TensorRequest {
+            id: RString::from(tensor.id),
+            kind: tensor.kind,
+            size: tensor.size,
+            alignment,
+            lifetime: lifetimes.lifetimes[index],
+            alias_of,
+            fixed_offset: tensor.fixed_offset.into(),
+            memory,
+            source_memory,
+        });
+    }
+    // A view lives in its root's slot, so it is in its root's memory whatever rules say.
+    for index in 0..n {
+        if let RSome(alias) = tensors[index].alias_of {
+            let root = &tensors[alias.root as usize];
+            let (memory, source_memory) = (root.memory, root.source_memory);
+            tensors[index].memory = memory;
+            tensors[index].source_memory = source_memory;
+        }
+    }
+    for id in resolver.ids().filter(|id| !named_by_rules.contains(id)) {
+        tracing::warn!(
+            "{}: the rules name tensor '{id}', which {file} does not have",
+            rules.origin_file()
+        );
+    }
+
+    let memory_lower_bounds = memory_lower_bounds(&tensors, memories.len());
+    Ok(Analysis {
+        source: model.path,
+        target: target.name.clone(),
+        request: PlanRequest {
+            tensors: RVec::from(tensors),
+            memories: RVec::from(memories),
+            num_steps: lifetimes.num_steps,
+            options: RString::from("{}"),
+        },
+        names,
+        constant_data,
+        memory_lower_bounds,
+    })
+}
+
+/// Every memory a rule names exists on the target, and staging destinations are writable.
+fn check_rule_memories(target: &Target, rules: &Rules) -> Result<()> {
+    for (index, rule) in rules.rules.iter().enumerate() {
+        let attributes = &rule.attributes;
+        for name in [&attributes.memory, &attributes.constant_destination_memory]
+            .into_iter()
+            .flatten()
+        {
+            if target.memory_index(name).is_none() {
+                return Err(Error::input(format!(
+                    "{}: memory `{name}` is not on target {}; its memories are {}",
+                    rules.origin(index),
+                    target.name,
+                    target.memory_names()
+                )));
+            }
+        }
+        if let Some(name) = &attributes.constant_destination_memory {
+            let memory = &target.memories[target.memory_index(name).unwrap_or(0)];
+            if !memory.writable {
+                return Err(Error::input(format!(
+                    "{}: constant_destination_memory {} is read-only; constants are copied there at boot, so pick a writable memory",
+                    rules.origin(index),
+                    memory.name
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// See [`Analysis::memory_lower_bounds`]. Aliases take no space of their own.
+fn memory_lower_bounds(tensors: &[TensorRequest], memory_count: usize) -> Vec<u64> {
+    let roles = [
+        ArenaRole::Scratch,
+        ArenaRole::Persistent,
+        ArenaRole::Constant,
+    ];
+    let mut buffers: Vec<Vec<(u64, Lifetime)>> = vec![Vec::new(); memory_count * roles.len()];
+    for tensor in tensors {
+        if let (RSome(memory), ROption::RNone) = (tensor.memory, tensor.alias_of) {
+            let role = tensor.kind.role() as usize;
+            buffers[memory as usize * roles.len() + role]
+                .push((align_up(tensor.size, tensor.alignment), tensor.lifetime));
+        }
+    }
+    buffers
+        .chunks(roles.len())
+        .map(|per_role| {
+            per_role
+                .iter()
+                .map(|b| lower_bound(b.iter().copied()))
+                .fold(0u64, u64::saturating_add)
+        })
+        .collect()
 }

@@ -1,0 +1,442 @@
+//! Reader of memplan's model JSON, version 1 (docs/model-format.md).
+//!
+//! Two passes: serde deserializes the file into borrowed, typed documents (no
+//! `serde_json::Value`, ids and base64 borrowed from the text), then one pass over them
+//! builds the [`Model`], resolving ids through a hash map. Syntax and type errors carry the
+//! file, line and column; semantic errors name the tensor (id and index) or operator.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::input::base64;
+use crate::input::model::{
+    Lifetime, Model, ModelAlias, Operator, Tensor, TensorKind, MAX_TENSOR_BYTES,
+};
+use crate::input::source::{parse_json, read_text, JsonId};
+
+const WHAT: &str = "a memplan model JSON (docs/model-format.md)";
+
+/// Reads a model JSON file.
+pub fn read_model_json(path: &Path) -> Result<Model> {
+    let text = read_text(path, WHAT)?;
+    let doc: ModelDoc = parse_json(path, &text, WHAT)?;
+    build_model(path, doc)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelDoc<'a> {
+    version: u32,
+    #[serde(default, borrow)]
+    #[allow(dead_code)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    tensors: Vec<TensorDoc<'a>>,
+    #[serde(default, borrow)]
+    operators: Vec<OperatorDoc<'a>>,
+    #[serde(default, borrow)]
+    inputs: Vec<JsonId<'a>>,
+    #[serde(default, borrow)]
+    outputs: Vec<JsonId<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TensorDoc<'a> {
+    #[serde(borrow)]
+    id: JsonId<'a>,
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default)]
+    kind: Option<TensorKind>,
+    #[serde(default, borrow)]
+    dtype: Option<Cow<'a, str>>,
+    #[serde(default)]
+    shape: Option<Vec<ByteCount>>,
+    #[serde(default)]
+    size: Option<ByteCount>,
+    #[serde(default)]
+    alignment: Option<u64>,
+    #[serde(default, borrow)]
+    alias_of: Option<JsonId<'a>>,
+    #[serde(default)]
+    alias_offset: Option<ByteCount>,
+    #[serde(default)]
+    fixed_offset: Option<ByteCount>,
+    #[serde(default)]
+    lifetime: Option<[u32; 2]>,
+    #[serde(default, borrow)]
+    data: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    data_file: Option<DataFileDoc<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DataFileDoc<'a> {
+    #[serde(borrow)]
+    path: Cow<'a, str>,
+    #[serde(default)]
+    offset: Option<ByteCount>,
+    #[serde(default)]
+    length: Option<ByteCount>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OperatorDoc<'a> {
+    #[serde(rename = "type", borrow)]
+    op_type: Cow<'a, str>,
+    #[serde(default, borrow)]
+    #[allow(dead_code)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    inputs: Vec<JsonId<'a>>,
+    #[serde(default, borrow)]
+    outputs: Vec<JsonId<'a>>,
+}
+
+/// A byte count or dimension: a non-negative integer. Its own type so that `-4` or `1.5`
+/// get a message about sizes (with serde's line and column) rather than about `u64`.
+#[derive(Clone, Copy, Debug)]
+struct ByteCount(u64);
+
+impl<'de> Deserialize<'de> for ByteCount {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct CountVisitor;
+        impl Visitor<'_> for CountVisitor {
+            type Value = ByteCount;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a non-negative integer")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<ByteCount, E> {
+                Ok(ByteCount(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<ByteCount, E> {
+                u64::try_from(v).map(ByteCount).map_err(|_| {
+                    E::custom(format!(
+                        "negative value {v}: sizes, dimensions and offsets are counts >= 0"
+                    ))
+                })
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<ByteCount, E> {
+                Err(E::custom(format!(
+                    "{v} is not a whole number: sizes, dimensions and offsets are integers"
+                )))
+            }
+        }
+        deserializer.deserialize_any(CountVisitor)
+    }
+}
+
+/// Bytes per element of a dtype name.
+fn dtype_size(dtype: &str) -> Option<u64> {
+    Some(match dtype {
+        "bool" | "int8" | "uint8" => 1,
+        "int16" | "uint16" | "float16" | "bfloat16" => 2,
+        "int32" | "uint32" | "float32" => 4,
+        "int64" | "uint64" | "float64" | "complex64" => 8,
+        "complex128" => 16,
+        _ => return None,
+    })
+}
+
+const DTYPES: &str =
+    "bool, int8, uint8, int16, uint16, float16, bfloat16, int32, uint32, float32, int64, uint64, float64, complex64, complex128";
+
+/// Builds the model from the parsed documents, validating every reference.
+fn build_model(path: &Path, doc: ModelDoc<'_>) -> Result<Model> {
+    let file = path.display();
+    if doc.version != 1 {
+        return Err(Error::input(format!(
+            "{file}: model format version {} is not supported; this memplan reads version 1",
+            doc.version
+        )));
+    }
+    if u32::try_from(doc.tensors.len()).is_err() {
+        return Err(Error::input(format!(
+            "{file}: {} tensors are more than memplan can index (2^32 - 1)",
+            doc.tensors.len()
+        )));
+    }
+
+    let mut index_of: HashMap<&str, u32> = HashMap::with_capacity(doc.tensors.len());
+    for (index, tensor) in doc.tensors.iter().enumerate() {
+        if let Some(first) = index_of.insert(&tensor.id.0, index as u32) {
+            return Err(Error::input(format!(
+                "{file}: tensors[{index}]: duplicate tensor id '{}' (first used by tensors[{first}]); ids must be unique",
+                tensor.id.0
+            )));
+        }
+    }
+    let lookup = |id: &JsonId<'_>, place: &dyn Fn() -> String| -> Result<u32> {
+        index_of.get(id.0.as_ref()).copied().ok_or_else(|| {
+            Error::input(format!(
+                "{file}: {}: no tensor has id '{}'; add it to `tensors` or fix the reference",
+                place(),
+                id.0
+            ))
+        })
+    };
+
+    let inputs = doc
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(i, id)| lookup(id, &|| format!("inputs[{i}]")))
+        .collect::<Result<Vec<u32>>>()?;
+    let outputs = doc
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(i, id)| lookup(id, &|| format!("outputs[{i}]")))
+        .collect::<Result<Vec<u32>>>()?;
+    let mut graph_role = vec![GraphRole::None; doc.tensors.len()];
+    for &i in &outputs {
+        graph_role[i as usize] = GraphRole::Output;
+    }
+    // A tensor that is both a graph input and output is inferred as an input.
+    for &i in &inputs {
+        graph_role[i as usize] = GraphRole::Input;
+    }
+
+    let operators = doc
+        .operators
+        .iter()
+        .enumerate()
+        .map(|(k, op)| {
+            let place =
+                |what: &str, i: usize| format!("operators[{k}] ({}): {what}[{i}]", op.op_type);
+            Ok(Operator {
+                op_type: op.op_type.to_string(),
+                inputs: op
+                    .inputs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, id)| lookup(id, &|| place("inputs", i)))
+                    .collect::<Result<_>>()?,
+                outputs: op
+                    .outputs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, id)| lookup(id, &|| place("outputs", i)))
+                    .collect::<Result<_>>()?,
+            })
+        })
+        .collect::<Result<Vec<Operator>>>()?;
+
+    let mut data_files = DataFiles::new(path);
+    let mut tensors = Vec::with_capacity(doc.tensors.len());
+    for (index, tensor_doc) in doc.tensors.iter().enumerate() {
+        let at = |what: String| {
+            Error::input(format!(
+                "{file}: tensor '{}' (tensors[{index}]): {what}",
+                tensor_doc.id.0
+            ))
+        };
+        let alias_of = match &tensor_doc.alias_of {
+            Some(target) => Some(ModelAlias {
+                target: lookup(target, &|| {
+                    format!("tensor '{}' (tensors[{index}]): alias_of", tensor_doc.id.0)
+                })?,
+                offset: tensor_doc.alias_offset.map_or(0, |o| o.0),
+            }),
+            None if tensor_doc.alias_offset.is_some() => {
+                return Err(at(
+                    "`alias_offset` without `alias_of`; name the tensor this one is a view of"
+                        .into(),
+                ))
+            }
+            None => None,
+        };
+        tensors.push(build_tensor(
+            tensor_doc,
+            graph_role[index],
+            alias_of,
+            &mut data_files,
+            &at,
+        )?);
+    }
+
+    Ok(Model {
+        path: path.to_path_buf(),
+        tensors,
+        operators,
+        inputs,
+        outputs,
+        num_steps: None,
+    })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum GraphRole {
+    None,
+    Input,
+    Output,
+}
+
+fn build_tensor(
+    doc: &TensorDoc<'_>,
+    graph_role: GraphRole,
+    alias_of: Option<ModelAlias>,
+    data_files: &mut DataFiles,
+    at: &dyn Fn(String) -> Error,
+) -> Result<Tensor> {
+    let element_size = match doc.dtype.as_deref() {
+        Some(dtype) => dtype_size(dtype)
+            .ok_or_else(|| at(format!("unknown dtype `{dtype}`; use one of {DTYPES}")))?,
+        None => 1,
+    };
+    let shape_size = match &doc.shape {
+        None => None,
+        Some(_) if doc.dtype.is_none() => {
+            return Err(at("`shape` needs a `dtype` to know the element size".into()))
+        }
+        Some(shape) => Some(
+            shape
+                .iter()
+                .try_fold(element_size, |bytes, dim| bytes.checked_mul(dim.0))
+                .ok_or_else(|| at("the shape's byte size overflows 64 bits".into()))?,
+        ),
+    };
+    let size = match (doc.size.map(|s| s.0), shape_size) {
+        (Some(size), Some(from_shape)) if size != from_shape => {
+            return Err(at(format!(
+                "`size` {size} disagrees with dtype and shape ({from_shape} bytes); give one or make them agree"
+            )))
+        }
+        (Some(size), _) | (None, Some(size)) => size,
+        (None, None) => {
+            return Err(at("no size: give `size` in bytes, or `dtype` and `shape`".into()))
+        }
+    };
+    if size > MAX_TENSOR_BYTES {
+        return Err(at(format!(
+            "size {size} bytes is larger than memplan accepts ({MAX_TENSOR_BYTES})"
+        )));
+    }
+    if let Some(alignment) = doc.alignment.filter(|a| !a.is_power_of_two()) {
+        return Err(at(format!("alignment {alignment} is not a power of two")));
+    }
+    let lifetime = match doc.lifetime {
+        Some([first, last]) if first > last => {
+            return Err(at(format!(
+                "lifetime [{first}, {last}] ends before it starts; lifetimes are inclusive [first, last]"
+            )))
+        }
+        Some([first, last]) => Some(Lifetime::new(first, last)),
+        None => None,
+    };
+
+    let data = match (&doc.data, &doc.data_file) {
+        (Some(_), Some(_)) => {
+            return Err(at("both `data` and `data_file`; give the bytes once".into()))
+        }
+        (Some(text), None) => Some(base64::decode(text).map_err(|(position, why)| {
+            at(format!(
+                "`data` is not valid base64: {why} at character {position}"
+            ))
+        })?),
+        (None, Some(file)) => Some(data_files.read(file, size, at)?),
+        (None, None) => None,
+    };
+    let kind = match (doc.kind, graph_role) {
+        (Some(kind), _) => kind,
+        (None, GraphRole::Input) => TensorKind::Input,
+        (None, GraphRole::Output) => TensorKind::Output,
+        (None, GraphRole::None) if data.is_some() => TensorKind::Constant,
+        (None, GraphRole::None) => TensorKind::Intermediate,
+    };
+    match (&data, kind) {
+        (Some(bytes), TensorKind::Constant) if bytes.len() as u64 != size => {
+            return Err(at(format!(
+                "its data is {} bytes but the tensor is {size} bytes; fix `size`/`shape` or the data",
+                bytes.len()
+            )))
+        }
+        (Some(_), TensorKind::Constant) => {}
+        (Some(_), other) => {
+            return Err(at(format!(
+                "a {} tensor cannot carry data; only constants do (set \"kind\": \"constant\" or drop the data)",
+                other.as_str()
+            )))
+        }
+        (None, TensorKind::Constant) if alias_of.is_none() => {
+            return Err(at(
+                "a constant needs its bytes: give `data` (base64) or `data_file`".into(),
+            ))
+        }
+        (None, _) => {}
+    }
+
+    let id = doc.id.0.to_string();
+    Ok(Tensor {
+        name: doc
+            .name
+            .as_deref()
+            .map_or_else(|| id.clone(), str::to_string),
+        id,
+        kind,
+        size,
+        element_size,
+        alignment: doc.alignment,
+        alias_of,
+        fixed_offset: doc.fixed_offset.map(|o| o.0),
+        lifetime,
+        data,
+    })
+}
+
+/// Binary files constant bytes come from, each read once, paths relative to the model file.
+struct DataFiles {
+    base: PathBuf,
+    loaded: HashMap<PathBuf, Vec<u8>>,
+}
+
+impl DataFiles {
+    fn new(model_path: &Path) -> Self {
+        DataFiles {
+            base: model_path
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default(),
+            loaded: HashMap::new(),
+        }
+    }
+
+    fn read(
+        &mut self,
+        file: &DataFileDoc<'_>,
+        size: u64,
+        at: &dyn Fn(String) -> Error,
+    ) -> Result<Vec<u8>> {
+        let path = self.base.join(file.path.as_ref());
+        if !self.loaded.contains_key(&path) {
+            let bytes = std::fs::read(&path).map_err(|error| {
+                at(format!("cannot read data_file {}: {error}", path.display()))
+            })?;
+            self.loaded.insert(path.clone(), bytes);
+        }
+        let bytes = &self.loaded[&path];
+        let offset = file.offset.map_or(0, |o| o.0);
+        let length = file.length.map_or(size, |l| l.0);
+        let range = offset
+            .checked_add(length)
+            .filter(|&end| end <= bytes.len() as u64)
+            .map(|end| offset as usize..end as usize)
+            .ok_or_else(|| {
+                at(format!(
+                    "data_file {}: bytes {offset}..{offset}+{length} lie outside the file ({} bytes)",
+                    path.display(),
+                    bytes.len()
+                ))
+            })?;
+        Ok(bytes[range].to_vec())
+    }
+}
