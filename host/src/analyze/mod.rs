@@ -266,3 +266,225 @@ fn memory_lower_bounds(tensors: &[TensorRequest], memory_count: usize) -> Vec<u6
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::rules::{Attributes, KindSelector, Rule};
+    use crate::input::{ModelAlias, Operator, Tensor};
+
+    /// in(0) -> op0 -> mid(1) -> op1(mid, w) -> out(2); w(3) constant; state(4) persistent;
+    /// view(5) an alias of mid.
+    fn model() -> Model {
+        use TensorKind::*;
+        let mut tensors = vec![
+            Tensor::new("in", Input, 100),
+            Tensor::new("mid", Intermediate, 64),
+            Tensor::new("out", Output, 10),
+            Tensor::new("w", Constant, 8),
+            Tensor::new("state", Persistent, 32),
+            Tensor::new("view", Intermediate, 16),
+        ];
+        tensors[3].data = Some(vec![1; 8]);
+        tensors[3].element_size = 4;
+        tensors[5].alias_of = Some(ModelAlias {
+            target: 1,
+            offset: 48,
+        });
+        Model {
+            path: "m.json".into(),
+            tensors,
+            operators: vec![
+                Operator {
+                    op_type: "conv".into(),
+                    inputs: vec![0],
+                    outputs: vec![1],
+                },
+                Operator {
+                    op_type: "fc".into(),
+                    inputs: vec![5, 3, 4],
+                    outputs: vec![2],
+                },
+            ],
+            inputs: vec![0],
+            outputs: vec![2],
+            num_steps: None,
+        }
+    }
+
+    fn rule(selector: KindSelector, ids: Option<&[&str]>, attributes: Attributes) -> Rule {
+        Rule {
+            selector,
+            ids: ids.map(|ids| ids.iter().map(|id| id.to_string()).collect()),
+            attributes,
+        }
+    }
+
+    fn rules(list: Vec<Rule>) -> Rules {
+        Rules {
+            path: Some("rules.json".into()),
+            rules: list,
+        }
+    }
+
+    #[test]
+    fn generic_target_request() {
+        let analysis = analyze(
+            model(),
+            &Target::generic(),
+            &Constraints::default(),
+            &Rules::default(),
+        )
+        .unwrap();
+        let request = &analysis.request;
+        assert_eq!(request.num_steps, 3);
+        assert_eq!(request.memories.len(), 2);
+        assert_eq!(request.memories[0].budget, RNone);
+        assert_eq!(request.memories[0].arena_alignment, 16);
+        let w = &request.tensors[3];
+        assert_eq!((w.memory, w.source_memory), (RSome(1), RSome(1)));
+        assert_eq!(w.alignment, 4);
+        assert_eq!(w.lifetime, Lifetime::new(0, 2));
+        let view = &request.tensors[5];
+        assert_eq!(
+            view.alias_of,
+            RSome(AliasOf {
+                root: 1,
+                offset: 48
+            })
+        );
+        assert_eq!(view.lifetime, Lifetime::new(1, 2));
+        assert_eq!(request.tensors[1].lifetime, Lifetime::new(1, 2));
+        assert_eq!(request.tensors[0].memory, RNone);
+        assert_eq!(analysis.constant_data[3].as_deref(), Some(&[1u8; 8][..]));
+        assert_eq!(analysis.constant_data[0], None);
+        // Only the constant is pinned: FLASH must hold its 8 bytes, SRAM nothing for sure.
+        assert_eq!(analysis.memory_lower_bounds, vec![0, 8]);
+    }
+
+    #[test]
+    fn rules_pin_stage_and_align_on_a_preset() {
+        let rules = rules(vec![
+            rule(
+                KindSelector::Scratch,
+                None,
+                Attributes {
+                    memory: Some("dtcm".into()),
+                    ..Attributes::default()
+                },
+            ),
+            rule(
+                KindSelector::Kind(TensorKind::Constant),
+                None,
+                Attributes {
+                    constant_destination_memory: Some("SRAM".into()),
+                    ..Attributes::default()
+                },
+            ),
+            rule(
+                KindSelector::Any,
+                Some(&["out"]),
+                Attributes {
+                    alignment: Some(64),
+                    ..Attributes::default()
+                },
+            ),
+        ]);
+        let constraints = Constraints::from_args(&["DTCM=4096".to_string()]).unwrap();
+        let target = Target::preset("apollo3_evb").unwrap();
+        let analysis = analyze(model(), &target, &constraints, &rules).unwrap();
+        let request = &analysis.request;
+        assert_eq!(request.memories[0].budget, RSome(4096));
+        assert_eq!(request.memories[1].budget, RSome(327_680));
+        let w = &request.tensors[3];
+        assert_eq!(
+            (w.memory, w.source_memory),
+            (RSome(1), RSome(2)),
+            "staged MRAM -> SRAM"
+        );
+        assert_eq!(request.tensors[0].memory, RSome(0));
+        assert_eq!(request.tensors[0].alignment, 4, "min alignment of apollo3");
+        assert_eq!(request.tensors[2].alignment, 64);
+        // The view follows its root into DTCM whatever rules say.
+        assert_eq!(request.tensors[5].memory, RSome(0));
+        // DTCM: in(100, steps 0..1) + mid(64, 1..2) + out(64 aligned, 2) peak = 100 + 64 at
+        // step 1 = 164; SRAM: the staged constant (8).
+        assert_eq!(analysis.memory_lower_bounds, vec![164, 8, 0]);
+    }
+
+    #[test]
+    fn rule_and_placement_errors_say_what_to_fix() {
+        let target = Target::preset("apollo3_evb").unwrap();
+        let unknown = rules(vec![rule(
+            KindSelector::Any,
+            None,
+            Attributes {
+                memory: Some("PSRAM".into()),
+                ..Attributes::default()
+            },
+        )]);
+        let error = analyze(model(), &target, &Constraints::default(), &unknown).unwrap_err();
+        assert_eq!(error.kind, crate::ErrorKind::Input);
+        assert!(
+            error.message.contains("rules.json: rule 0: memory `PSRAM`"),
+            "{}",
+            error.message
+        );
+        let read_only = rules(vec![rule(
+            KindSelector::Kind(TensorKind::Persistent),
+            None,
+            Attributes {
+                memory: Some("MRAM".into()),
+                ..Attributes::default()
+            },
+        )]);
+        let error = analyze(model(), &target, &Constraints::default(), &read_only).unwrap_err();
+        assert!(
+            error.message.contains("tensor 'state' (persistent)"),
+            "{}",
+            error.message
+        );
+        let staged_to_flash = rules(vec![rule(
+            KindSelector::Kind(TensorKind::Constant),
+            None,
+            Attributes {
+                constant_destination_memory: Some("MRAM".into()),
+                ..Attributes::default()
+            },
+        )]);
+        let error =
+            analyze(model(), &target, &Constraints::default(), &staged_to_flash).unwrap_err();
+        assert!(error.message.contains("is read-only"), "{}", error.message);
+        let mut misaligned = model();
+        misaligned.tensors[1].fixed_offset = Some(2);
+        let error = analyze(
+            misaligned,
+            &target,
+            &Constraints::default(),
+            &Rules::default(),
+        )
+        .unwrap_err();
+        assert!(
+            error.message.contains("tensor 'mid': fixed_offset 2"),
+            "{}",
+            error.message
+        );
+    }
+
+    #[test]
+    fn constraint_arena_alignment_raises_slots_and_arenas() {
+        let dir = std::env::temp_dir().join(format!("memplan-analyze-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("limits.json");
+        std::fs::write(&path, r#"[{"name":"SRAM","arena_alignment":128}]"#).unwrap();
+        let constraints = Constraints::read(&path).unwrap();
+        let analysis =
+            analyze(model(), &Target::generic(), &constraints, &Rules::default()).unwrap();
+        assert_eq!(analysis.request.memories[0].arena_alignment, 128);
+        assert_eq!(analysis.request.tensors[0].alignment, 128);
+        assert_eq!(
+            analysis.request.tensors[3].alignment, 4,
+            "constants live in FLASH"
+        );
+    }
+}
