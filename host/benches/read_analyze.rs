@@ -56,7 +56,11 @@ fn generate(tensor_count: usize) -> String {
         op += 1;
     }
     while count < tensor_count {
-        write!(json, ",\n{{\"id\":\"p{count}\",\"kind\":\"persistent\",\"size\":64}}").unwrap();
+        write!(
+            json,
+            ",\n{{\"id\":\"p{count}\",\"kind\":\"persistent\",\"size\":64}}"
+        )
+        .unwrap();
         count += 1;
     }
     write!(
