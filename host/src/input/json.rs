@@ -1,16 +1,23 @@
 //! Reader of memplan's model JSON, version 1 (docs/model-format.md).
 //!
-//! Two passes: serde deserializes the file into borrowed, typed documents (no
-//! `serde_json::Value`, ids and base64 borrowed from the text), then one pass over them
-//! builds the [`Model`], resolving ids through a hash map. Syntax and type errors carry the
-//! file, line and column; semantic errors name the tensor (id and index) or operator.
+//! Built for million-tensor models: serde deserializes straight into typed documents (no
+//! `serde_json::Value`), ids and base64 borrowed from the text, and each tensor object is
+//! turned into a [`Tensor`] the moment it is parsed, so the raw tensor documents are never
+//! held all at once. Ids are resolved through one hash map (a cheap non-cryptographic hash:
+//! the keys are the user's own file). A second, linear pass resolves references, loads
+//! `data_file` bytes and infers kinds.
+//!
+//! Syntax and type errors, and errors found while a tensor is parsed (duplicate id, bad dtype,
+//! size overflow, bad base64, ...), carry the file, line and column; errors found afterwards
+//! name the tensor (id and index) or the operator.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 
-use serde::de::{self, Deserializer, Visitor};
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
@@ -37,7 +44,7 @@ struct ModelDoc<'a> {
     #[allow(dead_code)]
     name: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    tensors: Vec<TensorDoc<'a>>,
+    tensors: TensorList<'a>,
     #[serde(default, borrow)]
     operators: Vec<OperatorDoc<'a>>,
     #[serde(default, borrow)]
@@ -46,6 +53,7 @@ struct ModelDoc<'a> {
     outputs: Vec<JsonId<'a>>,
 }
 
+/// One tensor object as written; parsed and immediately converted (see [`TensorList`]).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TensorDoc<'a> {
@@ -58,7 +66,7 @@ struct TensorDoc<'a> {
     #[serde(default, borrow)]
     dtype: Option<Cow<'a, str>>,
     #[serde(default)]
-    shape: Option<Vec<ByteCount>>,
+    shape: Option<ShapeProduct>,
     #[serde(default)]
     size: Option<ByteCount>,
     #[serde(default)]
@@ -135,6 +143,148 @@ impl<'de> Deserialize<'de> for ByteCount {
     }
 }
 
+/// The product of a shape's dimensions, folded while parsing (no vector per tensor);
+/// `None` when it overflows 64 bits.
+#[derive(Clone, Copy, Debug)]
+struct ShapeProduct(Option<u64>);
+
+impl<'de> Deserialize<'de> for ShapeProduct {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct ShapeVisitor;
+        impl<'de> Visitor<'de> for ShapeVisitor {
+            type Value = ShapeProduct;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a shape: a list of non-negative integers")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<ShapeProduct, A::Error> {
+                let mut product = Some(1u64);
+                while let Some(ByteCount(dim)) = seq.next_element()? {
+                    product = product.and_then(|p| p.checked_mul(dim));
+                }
+                Ok(ShapeProduct(product))
+            }
+        }
+        deserializer.deserialize_seq(ShapeVisitor)
+    }
+}
+
+/// FxHash-style multiply-rotate hasher for tensor ids: several times faster than SipHash on
+/// short strings. Hash flooding is no concern for a tool reading its user's own files.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let word = u64::from_le_bytes(chunk.try_into().expect("8-byte chunk"));
+            self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(K);
+        }
+        for &byte in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(byte)).wrapping_mul(K);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type IdMap<'a> = HashMap<Cow<'a, str>, u32, BuildHasherDefault<IdHasher>>;
+
+/// The `tensors` array, converted element by element while it is parsed.
+struct TensorList<'a> {
+    tensors: Vec<Tensor>,
+    /// Whether each tensor's `kind` was written (else it is inferred once the graph inputs
+    /// and outputs are known).
+    kind_given: Vec<bool>,
+    index_of: IdMap<'a>,
+    /// `(tensor, alias_of, alias_offset)`, resolved once every id is known.
+    aliases: Vec<(u32, JsonId<'a>, u64)>,
+    /// `(tensor, data_file)`, loaded after parsing.
+    data_files: Vec<(u32, DataFileDoc<'a>)>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for TensorList<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct ListVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for ListVisitor<'a> {
+            type Value = TensorList<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list of tensor objects")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<TensorList<'a>, A::Error> {
+                let capacity = seq.size_hint().unwrap_or(0);
+                let mut list = TensorList {
+                    tensors: Vec::with_capacity(capacity),
+                    kind_given: Vec::with_capacity(capacity),
+                    index_of: IdMap::with_capacity_and_hasher(capacity, Default::default()),
+                    aliases: Vec::new(),
+                    data_files: Vec::new(),
+                };
+                while let Some(doc) = seq.next_element::<TensorDoc<'a>>()? {
+                    list.push(doc).map_err(de::Error::custom)?;
+                }
+                Ok(list)
+            }
+        }
+        deserializer.deserialize_seq(ListVisitor(std::marker::PhantomData))
+    }
+}
+
+impl<'a> TensorList<'a> {
+    /// Converts one parsed tensor object; an error is a message the caller positions.
+    fn push(&mut self, doc: TensorDoc<'a>) -> std::result::Result<(), String> {
+        let index = u32::try_from(self.tensors.len())
+            .ok()
+            .filter(|&i| i < u32::MAX)
+            .ok_or("more tensors than memplan can index (2^32 - 1)")?;
+        let tensor = convert_tensor(&doc)
+            .map_err(|what| format!("tensor '{}' (tensors[{index}]): {what}", doc.id.0))?;
+        let at = |what: &str| format!("tensor '{}' (tensors[{index}]): {what}", tensor.id);
+        let TensorDoc {
+            id,
+            kind,
+            alias_of,
+            alias_offset,
+            data_file,
+            ..
+        } = doc;
+        match (alias_of, alias_offset) {
+            (Some(target), offset) => self
+                .aliases
+                .push((index, target, offset.map_or(0, |o| o.0))),
+            (None, Some(_)) => {
+                return Err(at(
+                    "`alias_offset` without `alias_of`; name the tensor this one is a view of",
+                ))
+            }
+            (None, None) => {}
+        }
+        if let Some(file) = data_file {
+            if tensor.data.is_some() {
+                return Err(at("both `data` and `data_file`; give the bytes once"));
+            }
+            self.data_files.push((index, file));
+        }
+        if let Some(first) = self.index_of.insert(id.0, index) {
+            return Err(format!(
+                "tensors[{index}]: duplicate tensor id '{}' (first used by tensors[{first}]); ids must be unique",
+                tensor.id
+            ));
+        }
+        self.kind_given.push(kind.is_some());
+        self.tensors.push(tensor);
+        Ok(())
+    }
+}
+
 /// Bytes per element of a dtype name.
 fn dtype_size(dtype: &str) -> Option<u64> {
     Some(match dtype {
@@ -150,7 +300,76 @@ fn dtype_size(dtype: &str) -> Option<u64> {
 const DTYPES: &str =
     "bool, int8, uint8, int16, uint16, float16, bfloat16, int32, uint32, float32, int64, uint64, float64, complex64, complex128";
 
-/// Builds the model from the parsed documents, validating every reference.
+/// The checks and conversions that need nothing but the tensor object itself. The kind is
+/// provisional when not written (see [`TensorList::kind_given`]).
+fn convert_tensor(doc: &TensorDoc<'_>) -> std::result::Result<Tensor, String> {
+    let element_size = match doc.dtype.as_deref() {
+        Some(dtype) => dtype_size(dtype)
+            .ok_or_else(|| format!("unknown dtype `{dtype}`; use one of {DTYPES}"))?,
+        None => 1,
+    };
+    let shape_size = match doc.shape {
+        None => None,
+        Some(_) if doc.dtype.is_none() => {
+            return Err("`shape` needs a `dtype` to know the element size".into())
+        }
+        Some(ShapeProduct(elements)) => Some(
+            elements
+                .and_then(|e| e.checked_mul(element_size))
+                .ok_or("the shape's byte size overflows 64 bits")?,
+        ),
+    };
+    let size = match (doc.size.map(|s| s.0), shape_size) {
+        (Some(size), Some(from_shape)) if size != from_shape => {
+            return Err(format!(
+                "`size` {size} disagrees with dtype and shape ({from_shape} bytes); give one or make them agree"
+            ))
+        }
+        (Some(size), _) | (None, Some(size)) => size,
+        (None, None) => return Err("no size: give `size` in bytes, or `dtype` and `shape`".into()),
+    };
+    if size > MAX_TENSOR_BYTES {
+        return Err(format!(
+            "size {size} bytes is larger than memplan accepts ({MAX_TENSOR_BYTES})"
+        ));
+    }
+    if let Some(alignment) = doc.alignment.filter(|a| !a.is_power_of_two()) {
+        return Err(format!("alignment {alignment} is not a power of two"));
+    }
+    let lifetime = match doc.lifetime {
+        Some([first, last]) if first > last => {
+            return Err(format!(
+                "lifetime [{first}, {last}] ends before it starts; lifetimes are inclusive [first, last]"
+            ))
+        }
+        Some([first, last]) => Some(Lifetime::new(first, last)),
+        None => None,
+    };
+    let data = match &doc.data {
+        Some(text) => Some(base64::decode(text).map_err(|(position, why)| {
+            format!("`data` is not valid base64: {why} at character {position}")
+        })?),
+        None => None,
+    };
+    let id = doc.id.0.to_string();
+    Ok(Tensor {
+        name: doc
+            .name
+            .as_deref()
+            .map_or_else(|| id.clone(), str::to_string),
+        id,
+        kind: doc.kind.unwrap_or(TensorKind::Intermediate),
+        size,
+        element_size,
+        alignment: doc.alignment,
+        alias_of: None,
+        fixed_offset: doc.fixed_offset.map(|o| o.0),
+        lifetime,
+        data,
+    })
+}
+
+/// Resolves references, loads data files, infers kinds and checks data against kinds.
 fn build_model(path: &Path, doc: ModelDoc<'_>) -> Result<Model> {
     let file = path.display();
     if doc.version != 1 {
@@ -159,22 +378,13 @@ fn build_model(path: &Path, doc: ModelDoc<'_>) -> Result<Model> {
             doc.version
         )));
     }
-    if u32::try_from(doc.tensors.len()).is_err() {
-        return Err(Error::input(format!(
-            "{file}: {} tensors are more than memplan can index (2^32 - 1)",
-            doc.tensors.len()
-        )));
-    }
-
-    let mut index_of: HashMap<&str, u32> = HashMap::with_capacity(doc.tensors.len());
-    for (index, tensor) in doc.tensors.iter().enumerate() {
-        if let Some(first) = index_of.insert(&tensor.id.0, index as u32) {
-            return Err(Error::input(format!(
-                "{file}: tensors[{index}]: duplicate tensor id '{}' (first used by tensors[{first}]); ids must be unique",
-                tensor.id.0
-            )));
-        }
-    }
+    let TensorList {
+        mut tensors,
+        kind_given,
+        index_of,
+        aliases,
+        data_files,
+    } = doc.tensors;
     let lookup = |id: &JsonId<'_>, place: &dyn Fn() -> String| -> Result<u32> {
         index_of.get(id.0.as_ref()).copied().ok_or_else(|| {
             Error::input(format!(
@@ -184,6 +394,32 @@ fn build_model(path: &Path, doc: ModelDoc<'_>) -> Result<Model> {
             ))
         })
     };
+    let tensor_at = |tensors: &[Tensor], index: u32, what: String| {
+        Error::input(format!(
+            "{file}: tensor '{}' (tensors[{index}]): {what}",
+            tensors[index as usize].id
+        ))
+    };
+
+    for (index, target, offset) in &aliases {
+        let target = lookup(target, &|| {
+            format!(
+                "tensor '{}' (tensors[{index}]): alias_of",
+                tensors[*index as usize].id
+            )
+        })?;
+        tensors[*index as usize].alias_of = Some(ModelAlias {
+            target,
+            offset: *offset,
+        });
+    }
+    let mut loaded = DataFiles::new(path);
+    for (index, data_file) in &data_files {
+        let bytes = loaded
+            .read(data_file, tensors[*index as usize].size)
+            .map_err(|what| tensor_at(&tensors, *index, what))?;
+        tensors[*index as usize].data = Some(bytes);
+    }
 
     let inputs = doc
         .inputs
@@ -197,13 +433,27 @@ fn build_model(path: &Path, doc: ModelDoc<'_>) -> Result<Model> {
         .enumerate()
         .map(|(i, id)| lookup(id, &|| format!("outputs[{i}]")))
         .collect::<Result<Vec<u32>>>()?;
-    let mut graph_role = vec![GraphRole::None; doc.tensors.len()];
+    // Kind inference: graph input, else graph output, else constant when it has data, else
+    // intermediate (the provisional kind).
     for &i in &outputs {
-        graph_role[i as usize] = GraphRole::Output;
+        if !kind_given[i as usize] {
+            tensors[i as usize].kind = TensorKind::Output;
+        }
     }
-    // A tensor that is both a graph input and output is inferred as an input.
     for &i in &inputs {
-        graph_role[i as usize] = GraphRole::Input;
+        if !kind_given[i as usize] {
+            tensors[i as usize].kind = TensorKind::Input;
+        }
+    }
+    for (index, tensor) in tensors.iter_mut().enumerate() {
+        if !kind_given[index] && tensor.data.is_some() && tensor.kind == TensorKind::Intermediate {
+            tensor.kind = TensorKind::Constant;
+        }
+    }
+    for (index, tensor) in tensors.iter().enumerate() {
+        if let Some(what) = data_problem(tensor) {
+            return Err(tensor_at(&tensors, index as u32, what));
+        }
     }
 
     let operators = doc
@@ -231,39 +481,6 @@ fn build_model(path: &Path, doc: ModelDoc<'_>) -> Result<Model> {
         })
         .collect::<Result<Vec<Operator>>>()?;
 
-    let mut data_files = DataFiles::new(path);
-    let mut tensors = Vec::with_capacity(doc.tensors.len());
-    for (index, tensor_doc) in doc.tensors.iter().enumerate() {
-        let at = |what: String| {
-            Error::input(format!(
-                "{file}: tensor '{}' (tensors[{index}]): {what}",
-                tensor_doc.id.0
-            ))
-        };
-        let alias_of = match &tensor_doc.alias_of {
-            Some(target) => Some(ModelAlias {
-                target: lookup(target, &|| {
-                    format!("tensor '{}' (tensors[{index}]): alias_of", tensor_doc.id.0)
-                })?,
-                offset: tensor_doc.alias_offset.map_or(0, |o| o.0),
-            }),
-            None if tensor_doc.alias_offset.is_some() => {
-                return Err(at(
-                    "`alias_offset` without `alias_of`; name the tensor this one is a view of"
-                        .into(),
-                ))
-            }
-            None => None,
-        };
-        tensors.push(build_tensor(
-            tensor_doc,
-            graph_role[index],
-            alias_of,
-            &mut data_files,
-            &at,
-        )?);
-    }
-
     Ok(Model {
         path: path.to_path_buf(),
         tensors,
@@ -274,123 +491,24 @@ fn build_model(path: &Path, doc: ModelDoc<'_>) -> Result<Model> {
     })
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum GraphRole {
-    None,
-    Input,
-    Output,
-}
-
-fn build_tensor(
-    doc: &TensorDoc<'_>,
-    graph_role: GraphRole,
-    alias_of: Option<ModelAlias>,
-    data_files: &mut DataFiles,
-    at: &dyn Fn(String) -> Error,
-) -> Result<Tensor> {
-    let element_size = match doc.dtype.as_deref() {
-        Some(dtype) => dtype_size(dtype)
-            .ok_or_else(|| at(format!("unknown dtype `{dtype}`; use one of {DTYPES}")))?,
-        None => 1,
-    };
-    let shape_size = match &doc.shape {
-        None => None,
-        Some(_) if doc.dtype.is_none() => {
-            return Err(at("`shape` needs a `dtype` to know the element size".into()))
+/// Only constants carry bytes, exactly `size` of them (an alias of a constant carries none).
+fn data_problem(tensor: &Tensor) -> Option<String> {
+    match (&tensor.data, tensor.kind) {
+        (Some(bytes), TensorKind::Constant) if bytes.len() as u64 != tensor.size => Some(format!(
+            "its data is {} bytes but the tensor is {} bytes; fix `size`/`shape` or the data",
+            bytes.len(),
+            tensor.size
+        )),
+        (Some(_), TensorKind::Constant) => None,
+        (Some(_), other) => Some(format!(
+            "{} tensors cannot carry data; only constants do (set \"kind\": \"constant\" or drop the data)",
+            other.as_str()
+        )),
+        (None, TensorKind::Constant) if tensor.alias_of.is_none() => {
+            Some("a constant needs its bytes: give `data` (base64) or `data_file`".into())
         }
-        Some(shape) => Some(
-            shape
-                .iter()
-                .try_fold(element_size, |bytes, dim| bytes.checked_mul(dim.0))
-                .ok_or_else(|| at("the shape's byte size overflows 64 bits".into()))?,
-        ),
-    };
-    let size = match (doc.size.map(|s| s.0), shape_size) {
-        (Some(size), Some(from_shape)) if size != from_shape => {
-            return Err(at(format!(
-                "`size` {size} disagrees with dtype and shape ({from_shape} bytes); give one or make them agree"
-            )))
-        }
-        (Some(size), _) | (None, Some(size)) => size,
-        (None, None) => {
-            return Err(at("no size: give `size` in bytes, or `dtype` and `shape`".into()))
-        }
-    };
-    if size > MAX_TENSOR_BYTES {
-        return Err(at(format!(
-            "size {size} bytes is larger than memplan accepts ({MAX_TENSOR_BYTES})"
-        )));
+        (None, _) => None,
     }
-    if let Some(alignment) = doc.alignment.filter(|a| !a.is_power_of_two()) {
-        return Err(at(format!("alignment {alignment} is not a power of two")));
-    }
-    let lifetime = match doc.lifetime {
-        Some([first, last]) if first > last => {
-            return Err(at(format!(
-                "lifetime [{first}, {last}] ends before it starts; lifetimes are inclusive [first, last]"
-            )))
-        }
-        Some([first, last]) => Some(Lifetime::new(first, last)),
-        None => None,
-    };
-
-    let data = match (&doc.data, &doc.data_file) {
-        (Some(_), Some(_)) => {
-            return Err(at("both `data` and `data_file`; give the bytes once".into()))
-        }
-        (Some(text), None) => Some(base64::decode(text).map_err(|(position, why)| {
-            at(format!(
-                "`data` is not valid base64: {why} at character {position}"
-            ))
-        })?),
-        (None, Some(file)) => Some(data_files.read(file, size, at)?),
-        (None, None) => None,
-    };
-    let kind = match (doc.kind, graph_role) {
-        (Some(kind), _) => kind,
-        (None, GraphRole::Input) => TensorKind::Input,
-        (None, GraphRole::Output) => TensorKind::Output,
-        (None, GraphRole::None) if data.is_some() => TensorKind::Constant,
-        (None, GraphRole::None) => TensorKind::Intermediate,
-    };
-    match (&data, kind) {
-        (Some(bytes), TensorKind::Constant) if bytes.len() as u64 != size => {
-            return Err(at(format!(
-                "its data is {} bytes but the tensor is {size} bytes; fix `size`/`shape` or the data",
-                bytes.len()
-            )))
-        }
-        (Some(_), TensorKind::Constant) => {}
-        (Some(_), other) => {
-            return Err(at(format!(
-                "{} tensors cannot carry data; only constants do (set \"kind\": \"constant\" or drop the data)",
-                other.as_str()
-            )))
-        }
-        (None, TensorKind::Constant) if alias_of.is_none() => {
-            return Err(at(
-                "a constant needs its bytes: give `data` (base64) or `data_file`".into(),
-            ))
-        }
-        (None, _) => {}
-    }
-
-    let id = doc.id.0.to_string();
-    Ok(Tensor {
-        name: doc
-            .name
-            .as_deref()
-            .map_or_else(|| id.clone(), str::to_string),
-        id,
-        kind,
-        size,
-        element_size,
-        alignment: doc.alignment,
-        alias_of,
-        fixed_offset: doc.fixed_offset.map(|o| o.0),
-        lifetime,
-        data,
-    })
 }
 
 /// Binary files constant bytes come from, each read once, paths relative to the model file.
@@ -410,17 +528,12 @@ impl DataFiles {
         }
     }
 
-    fn read(
-        &mut self,
-        file: &DataFileDoc<'_>,
-        size: u64,
-        at: &dyn Fn(String) -> Error,
-    ) -> Result<Vec<u8>> {
+    /// The bytes `file` names (`length` defaults to the tensor's `size`).
+    fn read(&mut self, file: &DataFileDoc<'_>, size: u64) -> std::result::Result<Vec<u8>, String> {
         let path = self.base.join(file.path.as_ref());
         if !self.loaded.contains_key(&path) {
-            let bytes = std::fs::read(&path).map_err(|error| {
-                at(format!("cannot read data_file {}: {error}", path.display()))
-            })?;
+            let bytes = std::fs::read(&path)
+                .map_err(|error| format!("cannot read data_file {}: {error}", path.display()))?;
             self.loaded.insert(path.clone(), bytes);
         }
         let bytes = &self.loaded[&path];
@@ -431,11 +544,11 @@ impl DataFiles {
             .filter(|&end| end <= bytes.len() as u64)
             .map(|end| offset as usize..end as usize)
             .ok_or_else(|| {
-                at(format!(
+                format!(
                     "data_file {}: bytes {offset}..{offset}+{length} lie outside the file ({} bytes)",
                     path.display(),
                     bytes.len()
-                ))
+                )
             })?;
         Ok(bytes[range].to_vec())
     }
@@ -609,7 +722,7 @@ mod tests {
                 message.starts_with(&format!("{}", std::env::temp_dir().display())),
                 "{message}"
             );
-            assert!(message.contains("semantic.json: "), "{message}");
+            assert!(message.contains("semantic.json:"), "{message}");
             assert!(message.contains(expected), "{text}\n{message}");
         }
     }
