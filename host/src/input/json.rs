@@ -17,7 +17,7 @@ use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 
-use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
@@ -36,21 +36,260 @@ pub fn read_model_json(path: &Path) -> Result<Model> {
     build_model(path, doc)
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The top-level object. Deserialized by hand (see [`ModelVisitor`]) so that operators
+/// listed after the tensors resolve their ids while they are parsed.
 struct ModelDoc<'a> {
     version: u32,
-    #[serde(default, borrow)]
-    #[allow(dead_code)]
-    name: Option<Cow<'a, str>>,
-    #[serde(borrow)]
     tensors: TensorList<'a>,
-    #[serde(default, borrow)]
-    operators: Vec<OperatorDoc<'a>>,
-    #[serde(default, borrow)]
+    operators: Operators<'a>,
     inputs: Vec<JsonId<'a>>,
-    #[serde(default, borrow)]
     outputs: Vec<JsonId<'a>>,
+}
+
+/// Operators with ids resolved while parsing (the usual case: `tensors` comes first), or as
+/// written when `operators` came before `tensors`.
+enum Operators<'a> {
+    Resolved(Vec<Operator>),
+    Written(Vec<OperatorDoc<'a>>),
+}
+
+const MODEL_FIELDS: &[&str] = &[
+    "version",
+    "name",
+    "tensors",
+    "operators",
+    "inputs",
+    "outputs",
+];
+
+impl<'de: 'a, 'a> Deserialize<'de> for ModelDoc<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        deserializer.deserialize_map(ModelVisitor(std::marker::PhantomData))
+    }
+}
+
+struct ModelVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+impl<'de: 'a, 'a> Visitor<'de> for ModelVisitor<'a> {
+    type Value = ModelDoc<'a>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a memplan model object")
+    }
+    fn visit_map<M: MapAccess<'de>>(
+        self,
+        mut map: M,
+    ) -> std::result::Result<ModelDoc<'a>, M::Error> {
+        let mut version = None;
+        let mut name_seen = false;
+        let mut tensors: Option<TensorList<'a>> = None;
+        let mut operators = None;
+        let mut inputs = None;
+        let mut outputs = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            fn once<T, E: de::Error>(
+                slot: &Option<T>,
+                field: &'static str,
+            ) -> std::result::Result<(), E> {
+                match slot {
+                    Some(_) => Err(E::duplicate_field(field)),
+                    None => Ok(()),
+                }
+            }
+            match key.as_ref() {
+                "version" => {
+                    once(&version, "version")?;
+                    version = Some(map.next_value::<u32>()?);
+                }
+                "name" => {
+                    if name_seen {
+                        return Err(de::Error::duplicate_field("name"));
+                    }
+                    name_seen = true;
+                    map.next_value::<Option<Cow<'de, str>>>()?;
+                }
+                "tensors" => {
+                    once(&tensors, "tensors")?;
+                    tensors = Some(map.next_value()?);
+                }
+                "operators" => {
+                    once(&operators, "operators")?;
+                    operators = Some(match &tensors {
+                        Some(list) => Operators::Resolved(map.next_value_seed(OperatorsSeed {
+                            index_of: &list.index_of,
+                        })?),
+                        None => Operators::Written(map.next_value()?),
+                    });
+                }
+                "inputs" => {
+                    once(&inputs, "inputs")?;
+                    inputs = Some(map.next_value()?);
+                }
+                "outputs" => {
+                    once(&outputs, "outputs")?;
+                    outputs = Some(map.next_value()?);
+                }
+                other => return Err(de::Error::unknown_field(other, MODEL_FIELDS)),
+            }
+        }
+        Ok(ModelDoc {
+            version: version.ok_or_else(|| de::Error::missing_field("version"))?,
+            tensors: tensors.ok_or_else(|| de::Error::missing_field("tensors"))?,
+            operators: operators.unwrap_or(Operators::Resolved(Vec::new())),
+            inputs: inputs.unwrap_or_default(),
+            outputs: outputs.unwrap_or_default(),
+        })
+    }
+}
+
+/// The `operators` array when the tensors are known: ids become indices as they are read.
+struct OperatorsSeed<'m, 'a> {
+    index_of: &'m IdMap<'a>,
+}
+
+impl<'de, 'm, 'a> DeserializeSeed<'de> for OperatorsSeed<'m, 'a> {
+    type Value = Vec<Operator>;
+    fn deserialize<D: Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> std::result::Result<Self::Value, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de, 'm, 'a> Visitor<'de> for OperatorsSeed<'m, 'a> {
+    type Value = Vec<Operator>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of operators")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<Vec<Operator>, A::Error> {
+        let mut operators = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(operator) = seq.next_element_seed(OperatorSeed {
+            index_of: self.index_of,
+            index: operators.len(),
+        })? {
+            operators.push(operator);
+        }
+        Ok(operators)
+    }
+}
+
+/// One operator object, ids resolved as they are read.
+struct OperatorSeed<'m, 'a> {
+    index_of: &'m IdMap<'a>,
+    index: usize,
+}
+
+impl<'de, 'm, 'a> DeserializeSeed<'de> for OperatorSeed<'m, 'a> {
+    type Value = Operator;
+    fn deserialize<D: Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> std::result::Result<Operator, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de, 'm, 'a> Visitor<'de> for OperatorSeed<'m, 'a> {
+    type Value = Operator;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an operator object {\"type\", \"inputs\", \"outputs\"}")
+    }
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> std::result::Result<Operator, M::Error> {
+        const FIELDS: &[&str] = &["type", "name", "inputs", "outputs"];
+        let mut op_type: Option<String> = None;
+        let mut inputs = None;
+        let mut outputs = None;
+        let mut name_seen = false;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match key.as_ref() {
+                "type" if op_type.is_none() => {
+                    op_type = Some(map.next_value::<Cow<'de, str>>()?.into_owned())
+                }
+                "name" if !name_seen => {
+                    name_seen = true;
+                    map.next_value::<Option<Cow<'de, str>>>()?;
+                }
+                "inputs" if inputs.is_none() => {
+                    inputs = Some(map.next_value_seed(IdsSeed {
+                        index_of: self.index_of,
+                        operator: self.index,
+                        op_type: op_type.as_deref(),
+                        list: "inputs",
+                    })?)
+                }
+                "outputs" if outputs.is_none() => {
+                    outputs = Some(map.next_value_seed(IdsSeed {
+                        index_of: self.index_of,
+                        operator: self.index,
+                        op_type: op_type.as_deref(),
+                        list: "outputs",
+                    })?)
+                }
+                "type" | "name" | "inputs" | "outputs" => {
+                    return Err(de::Error::custom(format!("duplicate field `{key}`")))
+                }
+                other => return Err(de::Error::unknown_field(other, FIELDS)),
+            }
+        }
+        Ok(Operator {
+            op_type: op_type.ok_or_else(|| de::Error::missing_field("type"))?,
+            inputs: inputs.unwrap_or_default(),
+            outputs: outputs.unwrap_or_default(),
+        })
+    }
+}
+
+/// `operators[3] (CONV_2D)` for messages.
+fn describe(index: usize, op_type: Option<&str>) -> String {
+    match op_type {
+        Some(op_type) => format!("operators[{index}] ({op_type})"),
+        None => format!("operators[{index}]"),
+    }
+}
+
+/// An operator's `inputs` or `outputs`, resolved to tensor indices while read.
+struct IdsSeed<'m, 'a, 't> {
+    index_of: &'m IdMap<'a>,
+    operator: usize,
+    /// The operator's type when it came before this list, for messages.
+    op_type: Option<&'t str>,
+    list: &'static str,
+}
+
+impl<'de, 'm, 'a, 't> DeserializeSeed<'de> for IdsSeed<'m, 'a, 't> {
+    type Value = Vec<u32>;
+    fn deserialize<D: Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> std::result::Result<Vec<u32>, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de, 'm, 'a, 't> Visitor<'de> for IdsSeed<'m, 'a, 't> {
+    type Value = Vec<u32>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of tensor ids")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Vec<u32>, A::Error> {
+        let mut indices = Vec::with_capacity(seq.size_hint().unwrap_or(0).max(2));
+        while let Some(id) = seq.next_element::<JsonId<'de>>()? {
+            let index = self.index_of.get(id.0.as_ref()).copied().ok_or_else(|| {
+                de::Error::custom(format!(
+                    "{}: {}[{}]: no tensor has id '{}'; add it to `tensors` or fix the reference",
+                    describe(self.operator, self.op_type),
+                    self.list,
+                    indices.len(),
+                    id.0
+                ))
+            })?;
+            indices.push(index);
+        }
+        Ok(indices)
+    }
 }
 
 /// One tensor object as written; parsed and immediately converted (see [`TensorList`]).
@@ -188,8 +427,15 @@ impl Hasher for IdHasher {
             self.0 = (self.0.rotate_left(5) ^ u64::from(byte)).wrapping_mul(K);
         }
     }
+    /// The multiply-rotate rounds leave the low bits (the bucket index) poorly mixed, so
+    /// finish with murmur3's avalanche step.
     fn finish(&self) -> u64 {
-        self.0
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
     }
 }
 
@@ -201,6 +447,8 @@ struct TensorList<'a> {
     /// Whether each tensor's `kind` was written (else it is inferred once the graph inputs
     /// and outputs are known).
     kind_given: Vec<bool>,
+    /// Tensor index by id. Built when the array ends, at its exact size: one allocation, no
+    /// rehashing of a million entries.
     index_of: IdMap<'a>,
     /// `(tensor, alias_of, alias_offset)`, resolved once every id is known.
     aliases: Vec<(u32, JsonId<'a>, u64)>,
@@ -224,13 +472,15 @@ impl<'de: 'a, 'a> Deserialize<'de> for TensorList<'a> {
                 let mut list = TensorList {
                     tensors: Vec::with_capacity(capacity),
                     kind_given: Vec::with_capacity(capacity),
-                    index_of: IdMap::with_capacity_and_hasher(capacity, Default::default()),
+                    index_of: IdMap::default(),
                     aliases: Vec::new(),
                     data_files: Vec::new(),
                 };
+                let mut ids: Vec<Cow<'a, str>> = Vec::with_capacity(capacity);
                 while let Some(doc) = seq.next_element::<TensorDoc<'a>>()? {
-                    list.push(doc).map_err(de::Error::custom)?;
+                    ids.push(list.push(doc).map_err(de::Error::custom)?);
                 }
+                list.index_ids(ids).map_err(de::Error::custom)?;
                 Ok(list)
             }
         }
@@ -239,8 +489,9 @@ impl<'de: 'a, 'a> Deserialize<'de> for TensorList<'a> {
 }
 
 impl<'a> TensorList<'a> {
-    /// Converts one parsed tensor object; an error is a message the caller positions.
-    fn push(&mut self, doc: TensorDoc<'a>) -> std::result::Result<(), String> {
+    /// Converts one parsed tensor object and returns its id; an error is a message the
+    /// caller positions.
+    fn push(&mut self, doc: TensorDoc<'a>) -> std::result::Result<Cow<'a, str>, String> {
         let index = u32::try_from(self.tensors.len())
             .ok()
             .filter(|&i| i < u32::MAX)
@@ -273,14 +524,22 @@ impl<'a> TensorList<'a> {
             }
             self.data_files.push((index, file));
         }
-        if let Some(first) = self.index_of.insert(id.0, index) {
-            return Err(format!(
-                "tensors[{index}]: duplicate tensor id '{}' (first used by tensors[{first}]); ids must be unique",
-                tensor.id
-            ));
-        }
         self.kind_given.push(kind.is_some());
         self.tensors.push(tensor);
+        Ok(id.0)
+    }
+
+    /// Builds [`TensorList::index_of`]; a repeated id is an error.
+    fn index_ids(&mut self, ids: Vec<Cow<'a, str>>) -> std::result::Result<(), String> {
+        self.index_of = IdMap::with_capacity_and_hasher(ids.len(), Default::default());
+        for (index, id) in ids.into_iter().enumerate() {
+            if let Some(first) = self.index_of.insert(id, index as u32) {
+                return Err(format!(
+                    "tensors[{index}]: duplicate tensor id '{}' (first used by tensors[{first}]); ids must be unique",
+                    self.tensors[index].id
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -456,30 +715,33 @@ fn build_model(path: &Path, doc: ModelDoc<'_>) -> Result<Model> {
         }
     }
 
-    let operators = doc
-        .operators
-        .iter()
-        .enumerate()
-        .map(|(k, op)| {
-            let place =
-                |what: &str, i: usize| format!("operators[{k}] ({}): {what}[{i}]", op.op_type);
-            Ok(Operator {
-                op_type: op.op_type.to_string(),
-                inputs: op
-                    .inputs
-                    .iter()
-                    .enumerate()
-                    .map(|(i, id)| lookup(id, &|| place("inputs", i)))
-                    .collect::<Result<_>>()?,
-                outputs: op
-                    .outputs
-                    .iter()
-                    .enumerate()
-                    .map(|(i, id)| lookup(id, &|| place("outputs", i)))
-                    .collect::<Result<_>>()?,
+    let operators = match doc.operators {
+        Operators::Resolved(operators) => operators,
+        Operators::Written(docs) => docs
+            .iter()
+            .enumerate()
+            .map(|(k, op)| {
+                let place = |what: &str, i: usize| {
+                    format!("{}: {what}[{i}]", describe(k, Some(&op.op_type)))
+                };
+                Ok(Operator {
+                    op_type: op.op_type.to_string(),
+                    inputs: op
+                        .inputs
+                        .iter()
+                        .enumerate()
+                        .map(|(i, id)| lookup(id, &|| place("inputs", i)))
+                        .collect::<Result<_>>()?,
+                    outputs: op
+                        .outputs
+                        .iter()
+                        .enumerate()
+                        .map(|(i, id)| lookup(id, &|| place("outputs", i)))
+                        .collect::<Result<_>>()?,
+                })
             })
-        })
-        .collect::<Result<Vec<Operator>>>()?;
+            .collect::<Result<Vec<Operator>>>()?,
+    };
 
     Ok(Model {
         path: path.to_path_buf(),
