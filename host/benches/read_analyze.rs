@@ -219,7 +219,12 @@ fn main() {
                 .split_whitespace()
                 .map(|f| f.parse().expect("number"))
                 .collect();
-            assert_eq!(fields[2] as usize, tensor_count, "{} saw every tensor", phase.name());
+            assert_eq!(
+                fields[2] as usize,
+                tensor_count,
+                "{} saw every tensor",
+                phase.name()
+            );
             let timing = Timing {
                 wall: Duration::from_nanos(fields[0]),
                 cpu: Some(Duration::from_nanos(fields[1])),
