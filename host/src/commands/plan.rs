@@ -9,16 +9,10 @@ use crate::cli::PlanArgs;
 use crate::error::Result;
 use crate::registry::{Registry, RunLimits};
 use crate::render::RenderOptions;
-use crate::{analyze, check, emit, input, render};
+use crate::{check, emit, render};
 
 pub fn run(args: &PlanArgs) -> Result<ExitCode> {
-    let setup = input::TargetSetup::load(
-        args.target.target.as_deref(),
-        &args.target.memory,
-        args.target.rules.as_deref(),
-    )?;
-    let model = input::read_model(&args.input)?;
-    let mut analysis = analyze::analyze(model, &setup.target, &setup.constraints, &setup.rules)?;
+    let mut analysis = super::read_and_analyze(&args.input, &args.target)?;
     analysis.request.options = RString::from(args.planner_options.as_str());
 
     let registry = Registry::discover(&args.plugins.plugin_dirs)?;
