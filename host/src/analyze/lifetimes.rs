@@ -91,7 +91,14 @@ pub fn derive(model: &Model, roots: &AliasRoots) -> Result<Lifetimes> {
             max_last = Some(max_last.map_or(lifetime.last, |m| m.max(lifetime.last)));
         }
     }
-    let needed = max_last.map_or(0, |m| m + 1);
+    let needed = match max_last {
+        None => 0,
+        Some(last) => last.checked_add(1).ok_or_else(|| {
+            Error::input(format!(
+                "{file}: a lifetime ends at step {last}; steps must stay below 2^32 - 1"
+            ))
+        })?,
+    };
     let num_steps = match model.num_steps {
         Some(given) if given < needed => {
             return Err(Error::input(format!(

@@ -143,7 +143,13 @@ pub fn analyze(
         };
         let alignment = target
             .min_alignment
-            .max(tensor.element_size.max(1).next_power_of_two())
+            .max(
+                tensor
+                    .element_size
+                    .max(1)
+                    .checked_next_power_of_two()
+                    .unwrap_or(1 << 63),
+            )
             .max(tensor.alignment.unwrap_or(1))
             .max(attributes.alignment.unwrap_or(1))
             .max(memory_alignment);
