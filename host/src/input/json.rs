@@ -598,9 +598,22 @@ fn build_model(path: &Path, doc: ModelDoc<'_>) -> Result<Model> {
         ids: operator_ids,
         ranges,
     } = doc.operators;
+    // Exporters list tensors in creation order and operators mostly name the tensor declared
+    // right after the one named before (an operator's weights, then its output): try that
+    // one first, a comparison with memory read just before, and fall back to the map.
+    let mut next = 0usize;
     let resolved: Vec<Option<u32>> = operator_ids
         .iter()
-        .map(|id| index_of.get(id.0.as_ref()).copied())
+        .map(|id| {
+            let found = match ids.get(next) {
+                Some(candidate) if candidate.as_ref() == id.0.as_ref() => Some(next as u32),
+                _ => index_of.get(id.0.as_ref()).copied(),
+            };
+            if let Some(index) = found {
+                next = index as usize + 1;
+            }
+            found
+        })
         .collect();
     let mut operators = Vec::with_capacity(types.len());
     for (k, (op_type, [inputs, outputs])) in types.into_iter().zip(ranges).enumerate() {
