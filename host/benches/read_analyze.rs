@@ -2,7 +2,8 @@
 //! parsing the same file into a `serde_json::Value` (the bar: ours must not be slower).
 //!
 //! Run: `cargo bench -p memplan --bench read_analyze` (release build). Prints the best of a
-//! few runs of each. `MEMPLAN_BENCH_TENSORS` changes the model size.
+//! few runs of each. `MEMPLAN_BENCH_TENSORS` changes the model size;
+//! `MEMPLAN_BENCH_ORDER=reverse` lists the tensors in reverse creation order.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -15,59 +16,56 @@ const RUNS: usize = 5;
 
 /// A chain of operators, each reading the previous activation and a constant weight (16
 /// bytes, inline base64) and writing a new activation; every 16th activation also gets a
-/// reshape view (an alias) that the next operator reads instead. Returns the JSON text.
-fn generate(tensor_count: usize) -> String {
-    let mut json = String::with_capacity(tensor_count * 120);
-    json.push_str("{\"version\":1,\"tensors\":[\n");
-    json.push_str("{\"id\":\"x\",\"kind\":\"input\",\"dtype\":\"float32\",\"shape\":[1,8,8,4]}");
-    let mut operators = String::with_capacity(tensor_count * 60);
+/// reshape view (an alias) that the next operator reads instead. Tensors are listed in
+/// creation order, as exporters write them, or in reverse when `reversed` (the order the
+/// reader's creation-order fast path cannot use: every id goes through the hash map).
+/// Returns the JSON text.
+fn generate(tensor_count: usize, reversed: bool) -> String {
+    let mut tensors: Vec<String> = Vec::with_capacity(tensor_count);
+    tensors
+        .push("{\"id\":\"x\",\"kind\":\"input\",\"dtype\":\"float32\",\"shape\":[1,8,8,4]}".into());
+    let mut operators: Vec<String> = Vec::with_capacity(tensor_count / 2);
     let mut previous = "x".to_string();
-    let mut count = 1;
     let mut op = 0;
-    while count + 3 <= tensor_count {
+    while tensors.len() + 3 <= tensor_count {
         let weight = format!("w{op}");
         let activation = format!("a{op}");
-        write!(
-            json,
-            ",\n{{\"id\":\"{weight}\",\"dtype\":\"int8\",\"shape\":[16],\"data\":\"AAECAwQFBgcICQoLDA0ODw==\"}}\
-             ,\n{{\"id\":\"{activation}\",\"dtype\":\"float32\",\"shape\":[1,8,8,4]}}"
-        )
-        .unwrap();
-        count += 2;
-        if op > 0 {
-            operators.push(',');
-        }
-        write!(
-            operators,
-            "\n{{\"type\":\"CONV_2D\",\"inputs\":[\"{previous}\",\"{weight}\"],\"outputs\":[\"{activation}\"]}}"
-        )
-        .unwrap();
+        tensors.push(format!(
+            "{{\"id\":\"{weight}\",\"dtype\":\"int8\",\"shape\":[16],\"data\":\"AAECAwQFBgcICQoLDA0ODw==\"}}"
+        ));
+        tensors.push(format!(
+            "{{\"id\":\"{activation}\",\"dtype\":\"float32\",\"shape\":[1,8,8,4]}}"
+        ));
+        operators.push(format!(
+            "{{\"type\":\"CONV_2D\",\"inputs\":[\"{previous}\",\"{weight}\"],\"outputs\":[\"{activation}\"]}}"
+        ));
         previous = activation.clone();
         if op % 16 == 15 {
             let view = format!("v{op}");
-            write!(
-                json,
-                ",\n{{\"id\":\"{view}\",\"size\":1024,\"alias_of\":\"{activation}\",\"alias_offset\":0}}"
-            )
-            .unwrap();
-            count += 1;
+            tensors.push(format!(
+                "{{\"id\":\"{view}\",\"size\":1024,\"alias_of\":\"{activation}\",\"alias_offset\":0}}"
+            ));
             previous = view;
         }
         op += 1;
     }
-    while count < tensor_count {
-        write!(
-            json,
-            ",\n{{\"id\":\"p{count}\",\"kind\":\"persistent\",\"size\":64}}"
-        )
-        .unwrap();
-        count += 1;
+    while tensors.len() < tensor_count {
+        let count = tensors.len();
+        tensors.push(format!(
+            "{{\"id\":\"p{count}\",\"kind\":\"persistent\",\"size\":64}}"
+        ));
     }
+    if reversed {
+        tensors.reverse();
+    }
+    let mut json = String::with_capacity(tensor_count * 120);
     write!(
         json,
-        "\n],\"operators\":[{operators}\n],\"inputs\":[\"x\"],\"outputs\":[\"{previous}\"]}}\n"
+        "{{\"version\":1,\"tensors\":[\n{}\n],\"operators\":[\n{}\n],\"inputs\":[\"x\"],\"outputs\":[\"{previous}\"]}}\n",
+        tensors.join(",\n"),
+        operators.join(",\n")
     )
-    .unwrap();
+    .expect("write to a String");
     json
 }
 
@@ -195,11 +193,13 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_000);
+    let reversed = std::env::var("MEMPLAN_BENCH_ORDER").is_ok_and(|order| order == "reverse");
     let path = temp_model_path();
-    std::fs::write(&path, generate(tensor_count)).expect("write model");
+    std::fs::write(&path, generate(tensor_count, reversed)).expect("write model");
     let bytes = std::fs::metadata(&path).expect("stat model").len();
     println!(
-        "model: {tensor_count} tensors, {:.1} MB, {}",
+        "model: {tensor_count} tensors ({} order), {:.1} MB, {}",
+        if reversed { "reverse" } else { "creation" },
         bytes as f64 / 1e6,
         path.display()
     );
