@@ -201,6 +201,18 @@ pub fn analyze(
     }
 
     let memory_lower_bounds = memory_lower_bounds(&tensors, memories.len());
+    tracing::debug!(
+        "{file}: {} tensors, {} steps on target {}; lower bounds of what must go in each memory: {}",
+        tensors.len(),
+        lifetimes.num_steps,
+        target.name,
+        memories
+            .iter()
+            .zip(&memory_lower_bounds)
+            .map(|(memory, bound)| format!("{} {bound}", memory.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     Ok(Analysis {
         source: model.path,
         target: target.name.clone(),
@@ -492,5 +504,45 @@ mod tests {
             analysis.request.tensors[3].alignment, 4,
             "constants live in FLASH"
         );
+    }
+
+    /// The shipped example, on the generic target and on apollo3 with the example rules and
+    /// limits (figures worked out by hand in docs/model-format.md's terms).
+    #[test]
+    fn the_shipped_example_analyses() {
+        let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+        let model = || crate::input::read_model(&examples.join("tiny_conv.json")).unwrap();
+        let generic = analyze(
+            model(),
+            &Target::generic(),
+            &Constraints::default(),
+            &Rules::default(),
+        )
+        .unwrap();
+        assert_eq!(generic.request.num_steps, 5);
+        let flat = &generic.request.tensors[5];
+        assert_eq!(flat.alias_of, RSome(AliasOf { root: 4, offset: 0 }));
+        assert_eq!(flat.lifetime, Lifetime::new(2, 3));
+        assert_eq!(generic.names[5], "pool_out/reshape");
+        // FLASH holds the three constants: 36 + 16 + 640 bytes.
+        assert_eq!(generic.memory_lower_bounds, vec![0, 692]);
+
+        let setup = crate::input::TargetSetup::load(
+            Some("apollo3_evb"),
+            &[examples.join("limits.json").display().to_string()],
+            Some(&examples.join("apollo3_rules.json")),
+        )
+        .unwrap();
+        let apollo3 = analyze(model(), &setup.target, &setup.constraints, &setup.rules).unwrap();
+        let fc_w = &apollo3.request.tensors[6];
+        assert_eq!(
+            (fc_w.memory, fc_w.source_memory, fc_w.alignment),
+            (RSome(1), RSome(2), 32)
+        );
+        assert_eq!(apollo3.request.memories[0].budget, RSome(16_384));
+        assert_eq!(apollo3.request.memories[0].arena_alignment, 32);
+        // DTCM peak at step 1: image (100 -> 128) + conv_out (256); SRAM: staged fc_w;
+        // MRAM: the cold constants conv_w (36) and conv_b (16).
+        assert_eq!(apollo3.memory_lower_bounds, vec![384, 640, 52]);
     }
 }
