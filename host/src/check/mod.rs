@@ -264,6 +264,8 @@ pub(crate) mod testing {
             target: "generic".to_string(),
             request,
             names: names.iter().map(|name| name.to_string()).collect(),
+            // Not read by the stages under test.
+            memory_lower_bounds: Vec::new(),
             constant_data: vec![None; count],
         }
     }

@@ -11,7 +11,7 @@ use crate::emit::summary::{self, RunReport};
 use crate::error::{Error, Result};
 use crate::registry::{Registry, RunLimits};
 use crate::render::RenderOptions;
-use crate::{analyze, check, emit, input, render};
+use crate::{check, emit, render};
 
 /// Runs `stage` and records how long it took under `name`.
 fn timed<T>(
@@ -44,8 +44,9 @@ pub fn run(args: &PlanArgs) -> Result<ExitCode> {
         .collect::<Result<Vec<_>>>()?;
 
     let mut timings = Vec::new();
-    let model = timed(&mut timings, "read", || input::read_model(&args.input))?;
-    let mut analysis = timed(&mut timings, "analyze", || analyze::analyze(model))?;
+    let mut analysis = timed(&mut timings, "read+analyze", || {
+        super::read_and_analyze(&args.input, &args.target)
+    })?;
     analysis.request.options = RString::from(args.planner_options.as_str());
 
     // Each candidate plan is checked before it may compete, so a wrong plan never wins.
