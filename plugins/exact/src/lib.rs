@@ -1,0 +1,299 @@
+//! Planner `exact`: packs each scratch arena by a complete branch-and-bound search for the
+//! smallest height, in the spirit of MiniMalloc (Moffitt, ASPLOS 2023).
+//!
+//! The kit does the passes every planner shares (memories, budgets, spill, constants,
+//! aliases) and hands each arena's buffers to [`ExactPacker`], which:
+//! 1. splits the buffers into independent components (lifetimes chained by overlap) and
+//!    counts sizes in units of the smallest alignment ([`problem`]);
+//! 2. takes a greedy packing of each component as the first upper bound ([`greedy`]) and
+//!    the peak liveness as the lower bound;
+//! 3. for every component above the arena's lower bound, alternates two resumable searches
+//!    over canonical packings ([`search`]) with doubling node budgets:
+//!    - a *tight* search at the lower bound (a decision problem: MiniMalloc's capacity mode,
+//!      where pruning is strongest), which either reaches the bound (proven optimal) or
+//!      exhausts and raises the bound by one;
+//!    - a *descent* from the greedy height: each packing found lowers its cap below itself,
+//!      until the cap meets the lower bound or the tree is exhausted (proven optimal);
+//! 4. stops at the deadline (`--timeout`, or the `time_limit_s` option, default 10 s) or
+//!    on the host's cancellation, and returns the best packing found, with a note saying
+//!    whether its height is proven optimal and what bound remains otherwise.
+//!
+//! Node budgets, not the clock, decide when to switch searches, so a run that finishes
+//! before its deadline is deterministic.
+
+use std::time::{Duration, Instant};
+
+use memplan_plugin_api::kit::{plan_with_packer, Buffer, Packer, Packing};
+use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanErrorKind, PlanRequest, Planner};
+
+pub mod greedy;
+pub mod instances;
+pub mod problem;
+pub mod search;
+
+use problem::{Component, Problem};
+use search::{Deadline, End, Search};
+
+/// Time a plan may take when neither the option nor the host says otherwise.
+pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(10);
+/// Nodes each search gets in the first round; doubled every round.
+const FIRST_BUDGET: u64 = 4096;
+
+pub struct Exact;
+
+impl Planner for Exact {
+    const NAME: &'static str = "exact";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    const DESCRIPTION: &'static str =
+        "branch-and-bound search for the smallest arena, anytime (option time_limit_s, default 10)";
+
+    fn plan(request: &PlanRequest, context: &HostContext) -> Result<MemoryPlan, PlanError> {
+        let options = ExactOptions::parse(&request.options)?;
+        let packer = ExactPacker::new(options.time_limit);
+        plan_with_packer(request, context, &packer)
+    }
+}
+
+memplan_plugin_api::export_planners!(Exact);
+
+/// The planner's options (`--planner-options`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ExactOptions {
+    /// Search time for the whole plan (all arenas); the host's deadline still applies.
+    pub time_limit: Duration,
+}
+
+impl ExactOptions {
+    pub fn parse(json: &str) -> Result<ExactOptions, PlanError> {
+        let invalid = |message: String| PlanError::new(PlanErrorKind::InvalidRequest, message);
+        let text = if json.trim().is_empty() { "{}" } else { json };
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|error| invalid(format!("planner `exact`: options are not JSON: {error}")))?;
+        let object = value.as_object().ok_or_else(|| {
+            invalid(format!(
+                "planner `exact`: options must be a JSON object like {{\"time_limit_s\": 5}}, got {text}"
+            ))
+        })?;
+        let mut options = ExactOptions {
+            time_limit: DEFAULT_TIME_LIMIT,
+        };
+        for (key, value) in object {
+            match key.as_str() {
+                "time_limit_s" => {
+                    let seconds = value
+                        .as_f64()
+                        .filter(|seconds| seconds.is_finite() && *seconds >= 0.0 && *seconds < 1e9)
+                        .ok_or_else(|| {
+                            invalid(format!(
+                                "planner `exact`: option `time_limit_s` must be a number of seconds >= 0, got {value}"
+                            ))
+                        })?;
+                    options.time_limit = Duration::from_secs_f64(seconds);
+                }
+                other => {
+                    return Err(invalid(format!(
+                        "planner `exact`: unknown option `{other}` (known options: time_limit_s)"
+                    )))
+                }
+            }
+        }
+        Ok(options)
+    }
+}
+
+/// Packs one arena by branch and bound; see the crate documentation.
+pub struct ExactPacker {
+    /// Shared by every arena of one plan: an arena proven optimal early leaves its time to
+    /// the next one.
+    deadline: Instant,
+}
+
+impl ExactPacker {
+    /// A packer whose searches stop `time_limit` from now.
+    pub fn new(time_limit: Duration) -> ExactPacker {
+        let now = Instant::now();
+        ExactPacker {
+            deadline: now
+                .checked_add(time_limit)
+                .unwrap_or(now + DEFAULT_TIME_LIMIT * 1000),
+        }
+    }
+}
+
+/// What the search achieved for one arena, in units.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    pub height: u64,
+    /// No packing is lower than this.
+    pub lower_bound: u64,
+    pub nodes: u64,
+}
+
+impl Outcome {
+    pub fn is_proven(&self) -> bool {
+        self.height <= self.lower_bound
+    }
+}
+
+impl Packer for ExactPacker {
+    fn pack(&self, buffers: &[Buffer], context: &HostContext) -> Result<Packing, PlanError> {
+        let started = Instant::now();
+        let deadline = match context.remaining() {
+            Some(remaining) => self.deadline.min(started + remaining),
+            None => self.deadline,
+        };
+        let problem = Problem::new(buffers);
+        let mut offsets: Vec<Vec<u64>> = problem.components.iter().map(greedy::greedy).collect();
+        let outcome = improve(
+            &problem.components,
+            &mut offsets,
+            Deadline {
+                at: Some(deadline),
+                context,
+            },
+        );
+
+        let mut packing = Packing {
+            offsets: vec![0; buffers.len()],
+            height: 0,
+            note: String::new(),
+        };
+        for &index in &problem.empty {
+            packing.offsets[index] = buffers[index].fixed_offset.unwrap_or(0);
+        }
+        for (component, offsets) in problem.components.iter().zip(&offsets) {
+            for (item, offset) in component.items.iter().zip(offsets) {
+                packing.offsets[item.buffer] = buffers[item.buffer]
+                    .fixed_offset
+                    .unwrap_or(offset * problem.unit);
+            }
+        }
+        packing.height = buffers
+            .iter()
+            .zip(&packing.offsets)
+            .map(|(buffer, offset)| offset + buffer.size)
+            .max()
+            .unwrap_or(0);
+        packing.note = note(&outcome, packing.height, problem.unit, started.elapsed());
+        context.debug(&format!(
+            "exact: {} buffers: {}",
+            buffers.len(),
+            packing.note
+        ));
+        Ok(packing)
+    }
+}
+
+fn note(outcome: &Outcome, height: u64, unit: u64, elapsed: Duration) -> String {
+    let granularity = if unit > 1 {
+        format!(", heights compared in {unit}-byte units")
+    } else {
+        String::new()
+    };
+    let effort = format!(
+        "{} nodes, {:.2} s{granularity}",
+        outcome.nodes,
+        elapsed.as_secs_f64()
+    );
+    if outcome.is_proven() {
+        let reason = if outcome.height == outcome.lower_bound {
+            "equal to the lower bound"
+        } else {
+            "search exhausted"
+        };
+        return format!("height {height}: proven optimal, {reason} ({effort})");
+    }
+    // The top unit of a packing holds at least one byte.
+    let bound = outcome.lower_bound.saturating_sub(1) * unit + 1;
+    let gap = 100.0 * (height as f64 - bound as f64) / bound as f64;
+    format!("height {height}, lower bound {bound} (gap {gap:.2}%): time limit reached ({effort})")
+}
+
+/// Lowers the packing of each component by search until the arena height is proven
+/// optimal or the deadline passes. `offsets` holds a valid packing per component (units)
+/// on entry and on return.
+pub fn improve(
+    components: &[Component],
+    offsets: &mut [Vec<u64>],
+    deadline: Deadline<'_>,
+) -> Outcome {
+    let mut heights: Vec<u64> = components
+        .iter()
+        .zip(offsets.iter())
+        .map(|(component, offsets)| component.height(offsets))
+        .collect();
+    let mut lower_bound = components.iter().map(|c| c.lower_bound).max().unwrap_or(0);
+    let mut nodes = 0;
+    // Highest first: the arena height is the highest component's.
+    let mut order: Vec<usize> = (0..components.len()).collect();
+    order.sort_by_key(|&index| (std::cmp::Reverse(heights[index]), index));
+    let mut stopped = false;
+    for index in order {
+        if stopped || heights[index] <= lower_bound {
+            continue;
+        }
+        let component = &components[index];
+        let mut tight = Some(Search::new(component, lower_bound, lower_bound));
+        let mut descent = Search::new(component, heights[index] - 1, lower_bound);
+        let mut budget = FIRST_BUDGET;
+        loop {
+            if let Some(search) = tight.as_mut() {
+                let end = search.run(budget, deadline);
+                match end {
+                    End::Target => {
+                        let (height, found) = search.best().expect("a packing at the target");
+                        (heights[index], offsets[index]) = (*height, found.clone());
+                    }
+                    End::Exhausted if search.is_complete() => {
+                        lower_bound = lower_bound.max(search.cap() + 1);
+                        descent.set_stop_at(lower_bound);
+                    }
+                    _ => {}
+                }
+                if end != End::Budget {
+                    nodes += search.nodes();
+                    tight = None;
+                }
+                if end == End::Target {
+                    break;
+                }
+                if end == End::Stopped {
+                    stopped = true;
+                    break;
+                }
+            }
+            let end = descent.run(budget, deadline);
+            if let Some((height, found)) = descent.best() {
+                if *height < heights[index] {
+                    (heights[index], offsets[index]) = (*height, found.clone());
+                }
+            }
+            if heights[index] <= lower_bound {
+                break;
+            }
+            match end {
+                End::Budget => {}
+                End::Exhausted if descent.is_complete() => {
+                    // Nothing lower than the best packing exists.
+                    lower_bound = lower_bound.max(heights[index]);
+                    break;
+                }
+                End::Stopped => {
+                    stopped = true;
+                    break;
+                }
+                End::Target | End::Exhausted => break,
+            }
+            budget = budget.saturating_mul(2);
+        }
+        nodes += descent.nodes();
+        if let Some(search) = &tight {
+            nodes += search.nodes();
+        }
+    }
+    Outcome {
+        height: heights.iter().copied().max().unwrap_or(0),
+        lower_bound,
+        nodes,
+    }
+}

@@ -1,0 +1,589 @@
+//! Depth-first branch and bound over canonical packings of one component.
+//!
+//! # Canonical packings
+//! Drop every buffer of a packing as low as it goes (to the lowest aligned offset clear of
+//! the buffers below it); the height does not grow. In such a packing every buffer rests on
+//! offset 0 or on the top of a buffer overlapping it in time, and the buffers can be placed
+//! one by one in order of offset, each at the lowest point of the *skyline* built so far.
+//! The search only builds those packings.
+//!
+//! # Branching
+//! The state is a skyline: a floor per column, below which nothing more is placed. A node
+//! takes the lowest run of columns at one floor `x` (the *valley*, leftmost if several; only
+//! columns where unplaced buffers are live count) and branches:
+//! - place one unplaced buffer whose whole lifetime lies in the valley at `x` (aligned up);
+//!   its columns' floor becomes its top;
+//! - or *close* the valley: no buffer rests at `x` there, so the lowest buffer later placed
+//!   in it would rest on a wall, and the floor rises to the lower neighbouring floor.
+//!   A buffer crossing a wall is above that wall's floor anyway, so nothing is lost.
+//!
+//! # Pruning and inference
+//! - capacity: a placement whose top exceeds the cap is not tried;
+//! - per column, `floor + units of unplaced buffers live there` bounds the height of
+//!   everything below; a node where some column exceeds the cap is cut. Placing in a valley
+//!   leaves that sum unchanged (bar alignment padding); closing raises it by the waste;
+//! - a buffer's *release*: it cannot sit lower than the highest floor across its lifetime,
+//!   so in a column where every live buffer is released above the floor, the floor is
+//!   effectively that lowest release (MiniMalloc's spatial inference);
+//! - no-goods: once "buffer `b` at `x`" has been explored from a node, its later siblings
+//!   never place `b` at `x` again (that packing was already reached), so each canonical
+//!   packing is met once;
+//! - symmetry: identical buffers (same columns, size, alignment) are placed in index order
+//!   and tried once per node.
+//!
+//! The search is iterative (an explicit stack of frames), resumable across calls to
+//! [`Search::run`] with node budgets, and its node order depends only on the input.
+
+use std::time::Instant;
+
+use memplan_plugin_api::bounds::align_up;
+use memplan_plugin_api::HostContext;
+
+use crate::problem::Component;
+
+const UNPLACED: u64 = u64::MAX;
+const NONE: u64 = u64::MAX;
+/// How many nodes between two polls of the clock and the host's cancellation.
+const POLL_INTERVAL: u64 = 1024;
+
+/// Why [`Search::run`] returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// A packing at or below the `stop_at` height was found.
+    Target,
+    /// The whole tree was searched: no packing lower than `cap + 1` exists beyond those found.
+    Exhausted,
+    /// The node budget of this call is spent; `run` may be called again.
+    Budget,
+    /// The deadline passed or the host asked to stop.
+    Stopped,
+}
+
+/// Where the search stops for lack of time.
+#[derive(Clone, Copy)]
+pub struct Deadline<'a> {
+    pub at: Option<Instant>,
+    pub context: &'a HostContext,
+}
+
+impl Deadline<'_> {
+    pub fn passed(&self) -> bool {
+        self.context.should_stop() || self.at.is_some_and(|at| Instant::now() >= at)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Change {
+    Floor { column: u32, old: u64 },
+    Place { item: u32 },
+    Ban { class: u32, old: u64 },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    /// Trail length to undo to before trying the next child.
+    mark: usize,
+    /// Candidates are `candidates[first..first + count]`, in the order they are tried.
+    first: usize,
+    count: usize,
+    next: usize,
+    valley: (usize, usize),
+    level: u64,
+    /// Floor the valley rises to when closed; NONE when it is walled in on both sides.
+    wall: u64,
+    /// Lower bound of any packing below this node, and highest top placed so far.
+    bound: u64,
+    height: u64,
+}
+
+/// A resumable search for packings of one component lower than a cap.
+pub struct Search<'a> {
+    component: &'a Component,
+    /// Items whose offset is free, sorted per start column in the order they are tried.
+    by_start: Vec<Vec<u32>>,
+    /// Items with a fixed offset: obstacles, placed from the start.
+    fixed: Vec<u32>,
+    class: Vec<u32>,
+    class_members: Vec<Vec<u32>>,
+    class_placed: Vec<u32>,
+    banned_at: Vec<u64>,
+    rank: Vec<u32>,
+    floor: Vec<u64>,
+    remaining: Vec<u64>,
+    live: Vec<u32>,
+    offset: Vec<u64>,
+    trail: Vec<Change>,
+    candidates: Vec<u32>,
+    frames: Vec<Frame>,
+    started: bool,
+    finished: Option<End>,
+    cap: u64,
+    stop_at: u64,
+    best: Option<(u64, Vec<u64>)>,
+    nodes: u64,
+    /// Whether exhausting the tree proves optimality (not with fixed offsets in the way).
+    complete: bool,
+}
+
+impl<'a> Search<'a> {
+    /// A search for packings with height at most `cap`, stopping at the first one with
+    /// height at most `stop_at`. Every packing found lowers the cap below it.
+    pub fn new(component: &'a Component, cap: u64, stop_at: u64) -> Search<'a> {
+        let items = &component.items;
+        let columns = component.columns;
+        let mut rank_order: Vec<u32> = (0..items.len() as u32)
+            .filter(|&index| items[index as usize].fixed.is_none())
+            .collect();
+        // Try long lifetimes first, then large buffers: they are the hardest to fit later.
+        rank_order.sort_by_key(|&index| {
+            let item = &items[index as usize];
+            (
+                std::cmp::Reverse(item.end - item.start),
+                std::cmp::Reverse(item.size),
+                item.align,
+                index,
+            )
+        });
+        let mut rank = vec![u32::MAX; items.len()];
+        for (position, &index) in rank_order.iter().enumerate() {
+            rank[index as usize] = position as u32;
+        }
+        let mut by_start: Vec<Vec<u32>> = vec![Vec::new(); columns];
+        for &index in &rank_order {
+            by_start[items[index as usize].start].push(index);
+        }
+        // Symmetry classes: consecutive in rank order when identical.
+        let mut class = vec![u32::MAX; items.len()];
+        let mut class_members: Vec<Vec<u32>> = Vec::new();
+        let mut previous: Option<u32> = None;
+        for &index in &rank_order {
+            let item = &items[index as usize];
+            let same = previous.is_some_and(|prev| {
+                let other = &items[prev as usize];
+                (other.start, other.end, other.size, other.align)
+                    == (item.start, item.end, item.size, item.align)
+            });
+            if !same {
+                class_members.push(Vec::new());
+            }
+            let id = class_members.len() - 1;
+            class_members[id].push(index);
+            class[index as usize] = id as u32;
+            previous = Some(index);
+        }
+        for members in &mut class_members {
+            members.sort_unstable();
+        }
+        let mut remaining = vec![0u64; columns];
+        let mut live = vec![0u32; columns];
+        let mut offset = vec![UNPLACED; items.len()];
+        let mut fixed = Vec::new();
+        for (index, item) in items.iter().enumerate() {
+            match item.fixed {
+                Some(at) => {
+                    offset[index] = at;
+                    fixed.push(index as u32);
+                }
+                None => {
+                    for column in item.start..=item.end {
+                        remaining[column] += item.size;
+                        live[column] += 1;
+                    }
+                }
+            }
+        }
+        let classes = class_members.len();
+        Search {
+            component,
+            by_start,
+            complete: fixed.is_empty(),
+            fixed,
+            class,
+            class_members,
+            class_placed: vec![0; classes],
+            banned_at: vec![NONE; classes],
+            rank,
+            floor: vec![0; columns],
+            remaining,
+            live,
+            offset,
+            trail: Vec::new(),
+            candidates: Vec::new(),
+            frames: Vec::new(),
+            started: false,
+            finished: None,
+            cap,
+            stop_at,
+            best: None,
+            nodes: 0,
+        }
+    }
+
+    /// Best packing found so far: height and offsets (units) per item of the component.
+    pub fn best(&self) -> Option<&(u64, Vec<u64>)> {
+        self.best.as_ref()
+    }
+
+    /// Packings at or below this height are still searched for.
+    pub fn cap(&self) -> u64 {
+        self.cap
+    }
+
+    /// Stops at the first packing at or below `stop_at` from now on.
+    pub fn set_stop_at(&mut self, stop_at: u64) {
+        self.stop_at = stop_at;
+    }
+
+    pub fn nodes(&self) -> u64 {
+        self.nodes
+    }
+
+    /// Whether [`End::Exhausted`] proves that no lower packing exists.
+    pub fn is_complete(&self) -> bool {
+        self.complete
+    }
+
+    /// Searches for up to `budget` more nodes. Deterministic as long as `deadline` does
+    /// not pass.
+    pub fn run(&mut self, budget: u64, deadline: Deadline<'_>) -> End {
+        if let Some(end) = self.finished {
+            return end;
+        }
+        let limit = self.nodes.saturating_add(budget);
+        if !self.started {
+            self.started = true;
+            let bound = self.remaining.iter().copied().max().unwrap_or(0);
+            let height = self
+                .fixed
+                .iter()
+                .map(|&index| self.top(index as usize))
+                .max()
+                .unwrap_or(0);
+            if bound.max(height) > self.cap {
+                return self.finish(End::Exhausted);
+            }
+            if let Some(end) = self.open(bound, height) {
+                return self.finish(end);
+            }
+        }
+        while let Some(&frame) = self.frames.last() {
+            self.undo_to(frame.mark);
+            if frame.bound > self.cap || frame.height > self.cap {
+                self.pop();
+                continue;
+            }
+            if self.nodes >= limit {
+                return End::Budget;
+            }
+            if self.nodes.is_multiple_of(POLL_INTERVAL) && deadline.passed() {
+                return End::Stopped;
+            }
+            let top = self.frames.len() - 1;
+            if frame.next < frame.count {
+                self.frames[top].next += 1;
+                if frame.next > 0 {
+                    // The previous sibling explored its buffer at this level: a no-good for
+                    // the remaining siblings, kept below this frame's mark.
+                    let previous = self.candidates[frame.first + frame.next - 1];
+                    self.ban(previous as usize, frame.level);
+                    self.frames[top].mark = self.trail.len();
+                }
+                let item = self.candidates[frame.first + frame.next] as usize;
+                self.nodes += 1;
+                if let Some((bound, height)) = self.place(item, &frame) {
+                    if let Some(end) = self.open(bound, height) {
+                        return self.finish(end);
+                    }
+                }
+            } else if frame.next == frame.count {
+                self.frames[top].next += 1;
+                self.nodes += 1;
+                if let Some(bound) = self.close(&frame) {
+                    if let Some(end) = self.open(bound, frame.height) {
+                        return self.finish(end);
+                    }
+                }
+            } else {
+                self.pop();
+            }
+        }
+        self.finish(End::Exhausted)
+    }
+
+    fn finish(&mut self, end: End) -> End {
+        self.finished = Some(end);
+        end
+    }
+
+    fn top(&self, item: usize) -> u64 {
+        self.offset[item] + self.component.items[item].size
+    }
+
+    fn pop(&mut self) {
+        let frame = self.frames.pop().expect("a frame");
+        self.candidates.truncate(frame.first);
+    }
+
+    fn undo_to(&mut self, mark: usize) {
+        while self.trail.len() > mark {
+            match self.trail.pop().expect("longer than mark") {
+                Change::Floor { column, old } => self.floor[column as usize] = old,
+                Change::Place { item } => {
+                    let item = item as usize;
+                    let it = &self.component.items[item];
+                    for column in it.start..=it.end {
+                        self.remaining[column] += it.size;
+                        self.live[column] += 1;
+                    }
+                    self.offset[item] = UNPLACED;
+                    self.class_placed[self.class[item] as usize] -= 1;
+                }
+                Change::Ban { class, old } => self.banned_at[class as usize] = old,
+            }
+        }
+    }
+
+    fn ban(&mut self, item: usize, level: u64) {
+        let class = self.class[item];
+        self.trail.push(Change::Ban {
+            class,
+            old: self.banned_at[class as usize],
+        });
+        self.banned_at[class as usize] = level;
+    }
+
+    fn set_floor(&mut self, column: usize, value: u64) {
+        self.trail.push(Change::Floor {
+            column: column as u32,
+            old: self.floor[column],
+        });
+        self.floor[column] = value;
+    }
+
+    /// Whether `item` at `offset` would overlap a fixed item.
+    fn hits_fixed(&self, item: usize, offset: u64) -> bool {
+        let it = &self.component.items[item];
+        self.fixed.iter().any(|&other| {
+            let other = other as usize;
+            let ot = &self.component.items[other];
+            ot.overlaps(it) && self.offset[other] < offset + it.size && offset < self.top(other)
+        })
+    }
+
+    /// Places `item` at the frame's level; the new bound and height, or None if that cannot
+    /// lead to a packing under the cap.
+    fn place(&mut self, item: usize, frame: &Frame) -> Option<(u64, u64)> {
+        let it = &self.component.items[item];
+        let (start, end, size) = (it.start, it.end, it.size);
+        let offset = align_up(frame.level, it.align);
+        if offset + size > self.cap {
+            return None;
+        }
+        let mut bound = frame.bound;
+        for column in start..=end {
+            bound = bound.max(offset + self.remaining[column]);
+        }
+        if bound > self.cap {
+            return None;
+        }
+        for column in start..=end {
+            self.set_floor(column, offset + size);
+            self.remaining[column] -= size;
+            self.live[column] -= 1;
+        }
+        self.offset[item] = offset;
+        self.class_placed[self.class[item] as usize] += 1;
+        self.trail.push(Change::Place { item: item as u32 });
+        Some((bound, frame.height.max(offset + size)))
+    }
+
+    /// Closes the frame's valley; the new bound, or None if the waste cannot fit.
+    fn close(&mut self, frame: &Frame) -> Option<u64> {
+        if frame.wall == NONE {
+            return None;
+        }
+        let (first, last) = frame.valley;
+        let mut bound = frame.bound;
+        for column in first..=last {
+            bound = bound.max(frame.wall + self.remaining[column]);
+        }
+        if bound > self.cap {
+            return None;
+        }
+        for column in first..=last {
+            self.set_floor(column, frame.wall);
+        }
+        Some(bound)
+    }
+
+    /// Opens a node at the current state: records a packing if every item is placed, else
+    /// pushes a frame with its candidates. Returns an end if the search should stop.
+    fn open(&mut self, bound: u64, height: u64) -> Option<End> {
+        let columns = self.component.columns;
+        let Some((level, first)) = (0..columns)
+            .filter(|&column| self.live[column] > 0)
+            .map(|column| (self.floor[column], column))
+            .min()
+        else {
+            return self.record(height);
+        };
+        let mut last = first;
+        while last + 1 < columns && self.live[last + 1] > 0 && self.floor[last + 1] == level {
+            last += 1;
+        }
+        let wall_at = |column: Option<usize>| match column {
+            Some(column) if column < columns && self.live[column] > 0 => self.floor[column],
+            _ => NONE,
+        };
+        let wall = wall_at(first.checked_sub(1)).min(wall_at(Some(last + 1)));
+
+        let candidates_first = self.candidates.len();
+        for column in first..=last {
+            for &item in &self.by_start[column] {
+                let index = item as usize;
+                let it = &self.component.items[index];
+                let class = self.class[index] as usize;
+                if self.offset[index] != UNPLACED
+                    || it.end > last
+                    || self.banned_at[class] == level
+                    || self.class_members[class][self.class_placed[class] as usize] != item
+                    || align_up(level, it.align) + it.size > self.cap
+                {
+                    continue;
+                }
+                if !self.fixed.is_empty() && self.hits_fixed(index, align_up(level, it.align)) {
+                    continue;
+                }
+                self.candidates.push(item);
+            }
+        }
+        let rank = &self.rank;
+        self.candidates[candidates_first..].sort_unstable_by_key(|&item| rank[item as usize]);
+        let count = self.candidates.len() - candidates_first;
+        if count == 0 && wall == NONE {
+            self.candidates.truncate(candidates_first);
+            return None;
+        }
+        self.frames.push(Frame {
+            mark: self.trail.len(),
+            first: candidates_first,
+            count,
+            next: 0,
+            valley: (first, last),
+            level,
+            wall,
+            bound,
+            height,
+        });
+        None
+    }
+
+    fn record(&mut self, height: u64) -> Option<End> {
+        self.best = Some((height, self.offset.clone()));
+        self.cap = height.saturating_sub(1);
+        if height <= self.stop_at {
+            Some(End::Target)
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problem::Problem;
+    use memplan_plugin_api::kit::Buffer;
+    use memplan_plugin_api::Lifetime;
+
+    fn buffer(size: u64, first: u32, last: u32) -> Buffer {
+        Buffer {
+            size,
+            alignment: 1,
+            lifetime: Lifetime::new(first, last),
+            fixed_offset: None,
+        }
+    }
+
+    fn solve(buffers: &[Buffer], cap: u64) -> (End, Option<u64>) {
+        let problem = Problem::new(buffers);
+        assert_eq!(problem.components.len(), 1);
+        let context = HostContext::detached();
+        let mut search = Search::new(&problem.components[0], cap, 0);
+        let end = search.run(
+            u64::MAX,
+            Deadline {
+                at: None,
+                context: &context,
+            },
+        );
+        (end, search.best().map(|(height, _)| *height))
+    }
+
+    #[test]
+    fn finds_the_minimum_of_minimallocs_example() {
+        // input.12.csv: half-open [lower, upper) made inclusive.
+        let buffers = [
+            buffer(4, 0, 2),
+            buffer(4, 3, 8),
+            buffer(4, 0, 8),
+            buffer(4, 9, 20),
+            buffer(4, 0, 20),
+        ];
+        assert_eq!(solve(&buffers, 100), (End::Exhausted, Some(12)));
+        assert_eq!(solve(&buffers, 11), (End::Exhausted, None));
+    }
+
+    /// The smallest height by trying every offset of every buffer (tiny instances only).
+    fn brute_force(buffers: &[Buffer]) -> u64 {
+        fn fits(buffers: &[Buffer], offsets: &mut Vec<u64>, height: u64) -> bool {
+            let index = offsets.len();
+            if index == buffers.len() {
+                return true;
+            }
+            let buffer = &buffers[index];
+            for offset in 0..=height.saturating_sub(buffer.size) {
+                let clear = (0..index).all(|other| {
+                    !buffers[other].lifetime.overlaps(buffer.lifetime)
+                        || offsets[other] + buffers[other].size <= offset
+                        || offset + buffer.size <= offsets[other]
+                });
+                if clear {
+                    offsets.push(offset);
+                    if fits(buffers, offsets, height) {
+                        return true;
+                    }
+                    offsets.pop();
+                }
+            }
+            false
+        }
+        (1..)
+            .find(|&height| fits(buffers, &mut Vec::new(), height))
+            .expect("a height")
+    }
+
+    #[test]
+    fn agrees_with_brute_force_on_small_random_instances() {
+        let mut random = crate::instances::XorShift::new(7);
+        for _ in 0..200 {
+            let count = 3 + random.below(5) as usize;
+            let buffers: Vec<Buffer> = (0..count)
+                .map(|_| {
+                    let first = random.below(4) as u32;
+                    let last = first + random.below(3) as u32;
+                    buffer(1 + random.below(5), first, last)
+                })
+                .collect();
+            // Chain them in time so that they form one component.
+            let mut buffers = buffers;
+            buffers.push(buffer(1, 0, 5));
+            let expected = brute_force(&buffers);
+            assert_eq!(
+                solve(&buffers, 100),
+                (End::Exhausted, Some(expected)),
+                "{buffers:?}"
+            );
+        }
+    }
+}
