@@ -297,3 +297,162 @@ pub fn improve(
         nodes,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memplan_plugin_api::Lifetime;
+
+    fn buffer(size: u64, first: u32, last: u32) -> Buffer {
+        Buffer {
+            size,
+            alignment: 1,
+            lifetime: Lifetime::new(first, last),
+            fixed_offset: None,
+        }
+    }
+
+    /// Panics unless the packing is valid for `buffers`: time-overlapping buffers disjoint in
+    /// bytes, offsets aligned, fixed offsets kept, height the highest top.
+    fn assert_valid(buffers: &[Buffer], packing: &Packing) {
+        assert_eq!(packing.offsets.len(), buffers.len());
+        for (index, (buffer, &offset)) in buffers.iter().zip(&packing.offsets).enumerate() {
+            assert_eq!(offset % buffer.alignment, 0, "buffer {index} misaligned");
+            if let Some(fixed) = buffer.fixed_offset {
+                assert_eq!(offset, fixed, "buffer {index} moved from its fixed offset");
+            }
+            assert!(
+                offset + buffer.size <= packing.height,
+                "buffer {index} above the height"
+            );
+            for (other, (second, &second_offset)) in
+                buffers.iter().zip(&packing.offsets).enumerate()
+            {
+                if other > index && buffer.lifetime.overlaps(second.lifetime) {
+                    assert!(
+                        offset + buffer.size <= second_offset
+                            || second_offset + second.size <= offset,
+                        "buffers {index} and {other} overlap"
+                    );
+                }
+            }
+        }
+        let top = buffers
+            .iter()
+            .zip(&packing.offsets)
+            .map(|(b, o)| o + b.size)
+            .max();
+        assert_eq!(packing.height, top.unwrap_or(0));
+    }
+
+    fn pack(buffers: &[Buffer], seconds: f64) -> Packing {
+        let packing = ExactPacker::new(Duration::from_secs_f64(seconds))
+            .pack(buffers, &HostContext::detached())
+            .expect("packs");
+        assert_valid(buffers, &packing);
+        packing
+    }
+
+    #[test]
+    fn tflm_greedy_medium_is_packed_at_its_lower_bound() {
+        // TFLM's greedy_medium_test (TFLM's greedy planner needs 90).
+        let inline = [
+            buffer(10, 0, 1),
+            buffer(20, 1, 2),
+            buffer(30, 2, 3),
+            buffer(40, 3, 4),
+            buffer(50, 0, 1),
+        ];
+        let mut cases = vec![inline.to_vec()];
+        if let Ok(corpus) = std::env::var("MEMPLAN_CORPUS") {
+            let path = std::path::Path::new(&corpus).join("tflm-traces/greedy_medium_test.csv");
+            let text = std::fs::read_to_string(&path).expect("the corpus has the TFLM traces");
+            cases.push(instances::read_minimalloc_csv(&text).expect("a valid trace"));
+        }
+        for buffers in cases {
+            let packing = pack(&buffers, 10.0);
+            assert_eq!(packing.height, 80);
+            assert!(packing.note.contains("proven optimal"), "{}", packing.note);
+        }
+    }
+
+    #[test]
+    fn rectangle_cuts_are_packed_at_their_width() {
+        for seed in 1..=5 {
+            let buffers = instances::rectangle_cut(1 << 16, 200, 40, seed);
+            let packing = pack(&buffers, 10.0);
+            assert_eq!(packing.height, 1 << 16, "seed {seed}: {}", packing.note);
+            assert!(packing.note.contains("proven optimal"), "{}", packing.note);
+        }
+    }
+
+    #[test]
+    fn a_tiny_time_limit_still_returns_a_valid_packing_with_its_bound() {
+        // A MiniMalloc-like hard instance: random lifetimes and sizes, optimum unknown.
+        let mut random = instances::XorShift::new(11);
+        let buffers: Vec<Buffer> = (0..300)
+            .map(|_| {
+                let first = random.below(400) as u32;
+                let last = first + random.below(60) as u32;
+                buffer(1 + random.below(100_000), first, last)
+            })
+            .collect();
+        let started = Instant::now();
+        let packing = pack(&buffers, 0.05);
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "took {:?}",
+            started.elapsed()
+        );
+        assert!(
+            packing.note.contains("proven optimal") || packing.note.contains("lower bound"),
+            "{}",
+            packing.note
+        );
+    }
+
+    #[test]
+    fn alignment_and_fixed_offsets_are_honoured() {
+        let mut buffers = vec![
+            buffer(20, 0, 3),
+            buffer(16, 1, 2),
+            buffer(40, 2, 5),
+            buffer(10, 4, 6),
+            buffer(30, 0, 6),
+        ];
+        buffers[0].alignment = 16;
+        buffers[1].alignment = 32;
+        buffers[1].fixed_offset = Some(64);
+        buffers[2].alignment = 16;
+        buffers[3].alignment = 64;
+        buffers[4].alignment = 16;
+        let packing = pack(&buffers, 1.0);
+        // Never above the greedy start, whatever the search proves.
+        let problem = Problem::new(&buffers);
+        let greedy_height = problem
+            .components
+            .iter()
+            .map(|c| c.height(&greedy::greedy(c)) * problem.unit)
+            .max()
+            .expect("one component");
+        assert!(packing.height <= greedy_height);
+    }
+
+    #[test]
+    fn options_accept_a_time_limit_and_name_unknown_options() {
+        assert_eq!(
+            ExactOptions::parse("{\"time_limit_s\": 2.5}")
+                .expect("valid")
+                .time_limit,
+            Duration::from_millis(2500)
+        );
+        assert_eq!(
+            ExactOptions::parse("").expect("empty").time_limit,
+            DEFAULT_TIME_LIMIT
+        );
+        let error = ExactOptions::parse("{\"time_limit\": 2}").unwrap_err();
+        assert_eq!(error.kind, PlanErrorKind::InvalidRequest);
+        assert!(error.message.contains("`time_limit`"), "{}", error.message);
+        assert!(ExactOptions::parse("{\"time_limit_s\": -1}").is_err());
+    }
+}

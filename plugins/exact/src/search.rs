@@ -25,6 +25,9 @@
 //! - a buffer's *release*: it cannot sit lower than the highest floor across its lifetime,
 //!   so in a column where every live buffer is released above the floor, the floor is
 //!   effectively that lowest release (MiniMalloc's spatial inference);
+//! - dominance: a buffer is only placed where it rests on a placed buffer (or on 0); in a
+//!   valley raised by closing, a buffer lying wholly over the closed part would drop lower,
+//!   so that packing is reached elsewhere (as the canonical form of a lower one);
 //! - no-goods: once "buffer `b` at `x`" has been explored from a node, its later siblings
 //!   never place `b` at `x` again (that packing was already reached), so each canonical
 //!   packing is met once;
@@ -74,9 +77,30 @@ impl Deadline<'_> {
 
 #[derive(Clone, Copy, Debug)]
 enum Change {
-    Floor { column: u32, old: u64 },
-    Place { item: u32 },
-    Ban { class: u32, old: u64 },
+    Floor {
+        column: u32,
+        old: u64,
+        old_rest: u64,
+    },
+    Place {
+        item: u32,
+    },
+    Ban {
+        class: u32,
+        old: u64,
+    },
+}
+
+/// What a node tries once its candidates are done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LastChild {
+    /// Nothing: the branching column must be covered at this level.
+    None,
+    /// The candidates all cover one column and none of them is at this level: search on
+    /// with them excluded.
+    Exclude,
+    /// No candidate is left in the valley: close it.
+    Close,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -91,6 +115,8 @@ struct Frame {
     level: u64,
     /// Floor the valley rises to when closed; NONE when it is walled in on both sides.
     wall: u64,
+    /// The child tried after the candidates.
+    last: LastChild,
     /// Lower bound of any packing below this node, and highest top placed so far.
     bound: u64,
     height: u64,
@@ -109,11 +135,16 @@ pub struct Search<'a> {
     banned_at: Vec<u64>,
     rank: Vec<u32>,
     floor: Vec<u64>,
+    /// Per column, the top of the highest placed buffer (0 if none): below the floor when
+    /// the column's valley was closed.
+    rest: Vec<u64>,
     remaining: Vec<u64>,
     live: Vec<u32>,
     offset: Vec<u64>,
     trail: Vec<Change>,
     candidates: Vec<u32>,
+    /// Scratch: per valley column, how many candidates cover it.
+    coverage: Vec<u32>,
     frames: Vec<Frame>,
     started: bool,
     finished: Option<End>,
@@ -204,11 +235,13 @@ impl<'a> Search<'a> {
             banned_at: vec![NONE; classes],
             rank,
             floor: vec![0; columns],
+            rest: vec![0; columns],
             remaining,
             live,
             offset,
             trail: Vec::new(),
             candidates: Vec::new(),
+            coverage: Vec::new(),
             frames: Vec::new(),
             started: false,
             finished: None,
@@ -275,7 +308,7 @@ impl<'a> Search<'a> {
             if self.nodes >= limit {
                 return End::Budget;
             }
-            if self.nodes.is_multiple_of(POLL_INTERVAL) && deadline.passed() {
+            if self.nodes % POLL_INTERVAL == 0 && deadline.passed() {
                 return End::Stopped;
             }
             let top = self.frames.len() - 1;
@@ -295,13 +328,22 @@ impl<'a> Search<'a> {
                         return self.finish(end);
                     }
                 }
-            } else if frame.next == frame.count {
+            } else if frame.next == frame.count && frame.last == LastChild::Close {
                 self.frames[top].next += 1;
                 self.nodes += 1;
                 if let Some(bound) = self.close(&frame) {
                     if let Some(end) = self.open(bound, frame.height) {
                         return self.finish(end);
                     }
+                }
+            } else if frame.next == frame.count && frame.last == LastChild::Exclude {
+                self.frames[top].next += 1;
+                self.nodes += 1;
+                let previous = self.candidates[frame.first + frame.count - 1];
+                self.ban(previous as usize, frame.level);
+                self.frames[top].mark = self.trail.len();
+                if let Some(end) = self.open(frame.bound, frame.height) {
+                    return self.finish(end);
                 }
             } else {
                 self.pop();
@@ -327,7 +369,14 @@ impl<'a> Search<'a> {
     fn undo_to(&mut self, mark: usize) {
         while self.trail.len() > mark {
             match self.trail.pop().expect("longer than mark") {
-                Change::Floor { column, old } => self.floor[column as usize] = old,
+                Change::Floor {
+                    column,
+                    old,
+                    old_rest,
+                } => {
+                    self.floor[column as usize] = old;
+                    self.rest[column as usize] = old_rest;
+                }
                 Change::Place { item } => {
                     let item = item as usize;
                     let it = &self.component.items[item];
@@ -352,12 +401,26 @@ impl<'a> Search<'a> {
         self.banned_at[class as usize] = level;
     }
 
-    fn set_floor(&mut self, column: usize, value: u64) {
+    /// Raises a column's floor; `rest` is the new top of its highest placed buffer.
+    fn set_floor(&mut self, column: usize, value: u64, rest: u64) {
         self.trail.push(Change::Floor {
             column: column as u32,
             old: self.floor[column],
+            old_rest: self.rest[column],
         });
         self.floor[column] = value;
+        self.rest[column] = rest;
+    }
+
+    /// Whether `item` at `offset` would rest on a placed buffer (or on 0): otherwise it
+    /// would drop lower, and the packing is not canonical.
+    fn rests(&self, item: usize, offset: u64) -> bool {
+        let it = &self.component.items[item];
+        let support = (it.start..=it.end)
+            .map(|column| self.rest[column])
+            .max()
+            .unwrap_or(0);
+        align_up(support, it.align) == offset
     }
 
     /// Whether `item` at `offset` would overlap a fixed item.
@@ -387,7 +450,7 @@ impl<'a> Search<'a> {
             return None;
         }
         for column in start..=end {
-            self.set_floor(column, offset + size);
+            self.set_floor(column, offset + size, offset + size);
             self.remaining[column] -= size;
             self.live[column] -= 1;
         }
@@ -411,7 +474,7 @@ impl<'a> Search<'a> {
             return None;
         }
         for column in first..=last {
-            self.set_floor(column, frame.wall);
+            self.set_floor(column, frame.wall, self.rest[column]);
         }
         Some(bound)
     }
@@ -451,7 +514,12 @@ impl<'a> Search<'a> {
                 {
                     continue;
                 }
-                if !self.fixed.is_empty() && self.hits_fixed(index, align_up(level, it.align)) {
+                let offset = align_up(level, it.align);
+                if self.fixed.is_empty() {
+                    if !self.rests(index, offset) {
+                        continue;
+                    }
+                } else if self.hits_fixed(index, offset) {
                     continue;
                 }
                 self.candidates.push(item);
@@ -459,11 +527,61 @@ impl<'a> Search<'a> {
         }
         let rank = &self.rank;
         self.candidates[candidates_first..].sort_unstable_by_key(|&item| rank[item as usize]);
-        let count = self.candidates.len() - candidates_first;
-        if count == 0 && wall == NONE {
-            self.candidates.truncate(candidates_first);
-            return None;
-        }
+        let mut count = self.candidates.len() - candidates_first;
+        let last_child = if count == 0 {
+            if wall == NONE {
+                self.candidates.truncate(candidates_first);
+                return None;
+            }
+            LastChild::Close
+        } else {
+            // Branch on the valley column with the fewest ways to be covered at this level.
+            // A column without slack cannot stay empty here (closing wastes at least a
+            // unit), so only the buffers covering it are tried; otherwise one more child
+            // excludes them all.
+            self.coverage.clear();
+            self.coverage.resize(last - first + 1, 0);
+            for &item in &self.candidates[candidates_first..] {
+                let it = &self.component.items[item as usize];
+                for column in it.start..=it.end {
+                    self.coverage[column - first] += 1;
+                }
+            }
+            let mut choice: Option<(u32, usize, bool)> = None;
+            for column in first..=last {
+                let slack = self.cap.saturating_sub(level + self.remaining[column]) > 0;
+                let covering = self.coverage[column - first];
+                if covering == 0 {
+                    if slack {
+                        // Stays empty at this level: no choice to make here.
+                        continue;
+                    }
+                    self.candidates.truncate(candidates_first);
+                    return None;
+                }
+                let children = covering + u32::from(slack);
+                if choice.is_none_or(|(best, _, _)| children < best) {
+                    choice = Some((children, column, slack));
+                }
+            }
+            let (_, column, slack) = choice.expect("a nonempty valley");
+            let items = &self.component.items;
+            let mut kept = candidates_first;
+            for position in candidates_first..self.candidates.len() {
+                let it = &items[self.candidates[position] as usize];
+                if it.start <= column && column <= it.end {
+                    self.candidates[kept] = self.candidates[position];
+                    kept += 1;
+                }
+            }
+            self.candidates.truncate(kept);
+            count = kept - candidates_first;
+            if slack {
+                LastChild::Exclude
+            } else {
+                LastChild::None
+            }
+        };
         self.frames.push(Frame {
             mark: self.trail.len(),
             first: candidates_first,
@@ -472,6 +590,7 @@ impl<'a> Search<'a> {
             valley: (first, last),
             level,
             wall,
+            last: last_child,
             bound,
             height,
         });
