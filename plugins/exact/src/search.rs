@@ -89,6 +89,10 @@ enum Change {
         class: u32,
         old: u64,
     },
+    Release {
+        item: u32,
+        old: u64,
+    },
 }
 
 /// What a node tries once its candidates are done.
@@ -143,6 +147,17 @@ pub struct Search<'a> {
     offset: Vec<u64>,
     trail: Vec<Change>,
     candidates: Vec<u32>,
+    /// Free items live in each column.
+    live_items: Vec<Vec<u32>>,
+    /// Per item, the highest floor across its lifetime: it cannot be placed lower.
+    release: Vec<u64>,
+    /// Scratch for [`Search::propagate`]: epoch stamps per item and column, the items whose
+    /// release rose, and (release, size) pairs of one column.
+    epoch: u32,
+    item_stamp: Vec<u32>,
+    column_stamp: Vec<u32>,
+    raised: Vec<u32>,
+    stack: Vec<(u64, u64)>,
     /// Scratch: per valley column, how many candidates cover it.
     coverage: Vec<u32>,
     frames: Vec<Frame>,
@@ -224,6 +239,13 @@ impl<'a> Search<'a> {
             }
         }
         let classes = class_members.len();
+        let mut live_items: Vec<Vec<u32>> = vec![Vec::new(); columns];
+        for &index in &rank_order {
+            let item = &items[index as usize];
+            for column in item.start..=item.end {
+                live_items[column].push(index);
+            }
+        }
         Search {
             component,
             by_start,
@@ -242,6 +264,13 @@ impl<'a> Search<'a> {
             trail: Vec::new(),
             candidates: Vec::new(),
             coverage: Vec::new(),
+            live_items,
+            release: vec![0; items.len()],
+            epoch: 0,
+            item_stamp: vec![0; items.len()],
+            column_stamp: vec![0; columns],
+            raised: Vec::new(),
+            stack: Vec::new(),
             frames: Vec::new(),
             started: false,
             finished: None,
@@ -388,6 +417,7 @@ impl<'a> Search<'a> {
                     self.class_placed[self.class[item] as usize] -= 1;
                 }
                 Change::Ban { class, old } => self.banned_at[class as usize] = old,
+                Change::Release { item, old } => self.release[item as usize] = old,
             }
         }
     }
@@ -457,6 +487,7 @@ impl<'a> Search<'a> {
         self.offset[item] = offset;
         self.class_placed[self.class[item] as usize] += 1;
         self.trail.push(Change::Place { item: item as u32 });
+        let bound = self.propagate(start, end, offset + size, bound)?;
         Some((bound, frame.height.max(offset + size)))
     }
 
@@ -475,6 +506,69 @@ impl<'a> Search<'a> {
         }
         for column in first..=last {
             self.set_floor(column, frame.wall, self.rest[column]);
+        }
+        self.propagate(first, last, frame.wall, bound)
+    }
+
+    /// After the floor of columns `first..=last` rose to `floor`: raises the release of the
+    /// unplaced items there, then checks every column those items cross. A column's items
+    /// stack one above the other, none below its release, so the lowest possible top of the
+    /// column is that of the single-machine schedule with release dates: the maximum over
+    /// items of (release + sizes of the items released no earlier). The new bound, or None
+    /// if a column cannot fit under the cap.
+    fn propagate(&mut self, first: usize, last: usize, floor: u64, bound: u64) -> Option<u64> {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.item_stamp.fill(0);
+            self.column_stamp.fill(0);
+            self.epoch = 1;
+        }
+        let epoch = self.epoch;
+        self.raised.clear();
+        for column in first..=last {
+            for position in 0..self.live_items[column].len() {
+                let item = self.live_items[column][position] as usize;
+                if self.offset[item] != UNPLACED
+                    || self.release[item] >= floor
+                    || self.item_stamp[item] == epoch
+                {
+                    continue;
+                }
+                self.item_stamp[item] = epoch;
+                self.trail.push(Change::Release {
+                    item: item as u32,
+                    old: self.release[item],
+                });
+                self.release[item] = floor;
+                self.raised.push(item as u32);
+            }
+        }
+        let mut bound = bound;
+        for position in 0..self.raised.len() {
+            let it = &self.component.items[self.raised[position] as usize];
+            for column in it.start..=it.end {
+                if self.column_stamp[column] == epoch {
+                    continue;
+                }
+                self.column_stamp[column] = epoch;
+                self.stack.clear();
+                for &other in &self.live_items[column] {
+                    let other = other as usize;
+                    if self.offset[other] == UNPLACED {
+                        self.stack
+                            .push((self.release[other], self.component.items[other].size));
+                    }
+                }
+                self.stack.sort_unstable_by(|a, b| b.cmp(a));
+                let mut above = 0;
+                for &(release, size) in &self.stack {
+                    above += size;
+                    bound = bound.max(release + above);
+                }
+                if bound > self.cap {
+                    return None;
+                }
+            }
         }
         Some(bound)
     }
