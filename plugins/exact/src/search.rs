@@ -242,8 +242,8 @@ impl<'a> Search<'a> {
         let mut live_items: Vec<Vec<u32>> = vec![Vec::new(); columns];
         for &index in &rank_order {
             let item = &items[index as usize];
-            for column in item.start..=item.end {
-                live_items[column].push(index);
+            for live in &mut live_items[item.start..=item.end] {
+                live.push(index);
             }
         }
         Search {
