@@ -32,7 +32,7 @@ pub mod problem;
 pub mod search;
 
 use problem::{Component, Problem};
-use search::{Deadline, End, Search};
+use search::{Deadline, End, Order, Search};
 
 /// Time a plan may take when neither the option nor the host says otherwise.
 pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(10);
@@ -212,6 +212,11 @@ fn note(outcome: &Outcome, height: u64, unit: u64, elapsed: Duration) -> String 
 /// Lowers the packing of each component by search until the arena height is proven
 /// optimal or the deadline passes. `offsets` holds a valid packing per component (units)
 /// on entry and on return.
+///
+/// Every component above the arena's lower bound gets a tight search (at the bound) and a
+/// descent search in each [`Order`]. They run round-robin with node budgets doubling every
+/// round: restarts in effect, as the search time is heavy-tailed in the order, and no
+/// component starves the others.
 pub fn improve(
     components: &[Component],
     offsets: &mut [Vec<u64>],
@@ -223,74 +228,74 @@ pub fn improve(
         .map(|(component, offsets)| component.height(offsets))
         .collect();
     let mut lower_bound = components.iter().map(|c| c.lower_bound).max().unwrap_or(0);
+    let target = lower_bound;
+    struct Work<'a> {
+        component: usize,
+        searches: Vec<Search<'a>>,
+    }
+    let mut work: Vec<Work> = (0..components.len())
+        .filter(|&index| heights[index] > lower_bound)
+        .map(|index| {
+            let component = &components[index];
+            let mut searches: Vec<Search> = Order::ALL
+                .iter()
+                .map(|&order| Search::new(component, order, target, target))
+                .collect();
+            searches.extend(
+                Order::ALL
+                    .iter()
+                    .map(|&order| Search::new(component, order, heights[index] - 1, target)),
+            );
+            Work {
+                component: index,
+                searches,
+            }
+        })
+        .collect();
     let mut nodes = 0;
-    // Highest first: the arena height is the highest component's.
-    let mut order: Vec<usize> = (0..components.len()).collect();
-    order.sort_by_key(|&index| (std::cmp::Reverse(heights[index]), index));
-    let mut stopped = false;
-    for index in order {
-        if stopped || heights[index] <= lower_bound {
-            continue;
-        }
-        let component = &components[index];
-        let mut tight = Some(Search::new(component, lower_bound, lower_bound));
-        let mut descent = Search::new(component, heights[index] - 1, lower_bound);
-        let mut budget = FIRST_BUDGET;
-        loop {
-            if let Some(search) = tight.as_mut() {
+    let mut budget = FIRST_BUDGET;
+    'rounds: while !work.is_empty() {
+        for job in &mut work {
+            let index = job.component;
+            for search in &mut job.searches {
+                if heights[index] <= lower_bound {
+                    break;
+                }
+                search.lower_cap(heights[index] - 1);
+                search.set_stop_at(lower_bound);
                 let end = search.run(budget, deadline);
-                match end {
-                    End::Target => {
-                        let (height, found) = search.best().expect("a packing at the target");
-                        (heights[index], offsets[index]) = (*height, found.clone());
+                if let Some((found, packing)) = search.best() {
+                    if *found < heights[index] {
+                        heights[index] = *found;
+                        offsets[index] = packing.clone();
                     }
+                }
+                match end {
+                    End::Stopped => break 'rounds,
                     End::Exhausted if search.is_complete() => {
-                        lower_bound = lower_bound.max(search.cap() + 1);
-                        descent.set_stop_at(lower_bound);
+                        // Nothing at or below the final cap: the component needs one more.
+                        // (A finished search returns at once when run again.)
+                        let proven = (search.cap() + 1).min(heights[index]);
+                        lower_bound = lower_bound.max(proven);
                     }
                     _ => {}
                 }
-                if end != End::Budget {
-                    nodes += search.nodes();
-                    tight = None;
-                }
-                if end == End::Target {
-                    break;
-                }
-                if end == End::Stopped {
-                    stopped = true;
-                    break;
-                }
             }
-            let end = descent.run(budget, deadline);
-            if let Some((height, found)) = descent.best() {
-                if *height < heights[index] {
-                    (heights[index], offsets[index]) = (*height, found.clone());
-                }
-            }
-            if heights[index] <= lower_bound {
-                break;
-            }
-            match end {
-                End::Budget => {}
-                End::Exhausted if descent.is_complete() => {
-                    // Nothing lower than the best packing exists.
-                    lower_bound = lower_bound.max(heights[index]);
-                    break;
-                }
-                End::Stopped => {
-                    stopped = true;
-                    break;
-                }
-                End::Target | End::Exhausted => break,
-            }
-            budget = budget.saturating_mul(2);
         }
-        nodes += descent.nodes();
-        if let Some(search) = &tight {
-            nodes += search.nodes();
-        }
+        work.retain(|job| {
+            let done = heights[job.component] <= lower_bound;
+            if done {
+                nodes += job.searches.iter().map(Search::nodes).sum::<u64>();
+            }
+            !done
+        });
+        budget = budget.saturating_mul(2);
     }
+    nodes += work
+        .iter()
+        .flat_map(|job| &job.searches)
+        .map(Search::nodes)
+        .sum::<u64>();
     Outcome {
         height: heights.iter().copied().max().unwrap_or(0),
         lower_bound,

@@ -49,6 +49,22 @@ const NONE: u64 = u64::MAX;
 /// How many nodes between two polls of the clock and the host's cancellation.
 const POLL_INTERVAL: u64 = 1024;
 
+/// The order candidates are tried in, largest first. The search is complete in any order
+/// but its speed is very sensitive to it, so several orders are run side by side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// Lifetime (in columns), then size.
+    Lifetime,
+    /// Size, then lifetime.
+    Size,
+    /// Size times lifetime, then size.
+    Area,
+}
+
+impl Order {
+    pub const ALL: [Order; 3] = [Order::Size, Order::Area, Order::Lifetime];
+}
+
 /// Why [`Search::run`] returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum End {
@@ -174,18 +190,23 @@ pub struct Search<'a> {
 impl<'a> Search<'a> {
     /// A search for packings with height at most `cap`, stopping at the first one with
     /// height at most `stop_at`. Every packing found lowers the cap below it.
-    pub fn new(component: &'a Component, cap: u64, stop_at: u64) -> Search<'a> {
+    pub fn new(component: &'a Component, order: Order, cap: u64, stop_at: u64) -> Search<'a> {
         let items = &component.items;
         let columns = component.columns;
         let mut rank_order: Vec<u32> = (0..items.len() as u32)
             .filter(|&index| items[index as usize].fixed.is_none())
             .collect();
-        // Try long lifetimes first, then large buffers: they are the hardest to fit later.
         rank_order.sort_by_key(|&index| {
             let item = &items[index as usize];
+            let columns = (item.end - item.start + 1) as u64;
+            let (first_key, second_key) = match order {
+                Order::Lifetime => (columns, item.size),
+                Order::Size => (item.size, columns),
+                Order::Area => (item.size * columns, item.size),
+            };
             (
-                std::cmp::Reverse(item.end - item.start),
-                std::cmp::Reverse(item.size),
+                std::cmp::Reverse(first_key),
+                std::cmp::Reverse(second_key),
                 item.align,
                 index,
             )
@@ -289,6 +310,12 @@ impl<'a> Search<'a> {
     /// Packings at or below this height are still searched for.
     pub fn cap(&self) -> u64 {
         self.cap
+    }
+
+    /// Searches only for packings at or below `cap` from now on (another search found one
+    /// at `cap + 1`).
+    pub fn lower_cap(&mut self, cap: u64) {
+        self.cap = self.cap.min(cap);
     }
 
     /// Stops at the first packing at or below `stop_at` from now on.
@@ -718,19 +745,30 @@ mod tests {
         }
     }
 
+    /// Searches in every order; panics unless they agree.
     fn solve(buffers: &[Buffer], cap: u64) -> (End, Option<u64>) {
         let problem = Problem::new(buffers);
         assert_eq!(problem.components.len(), 1);
         let context = HostContext::detached();
-        let mut search = Search::new(&problem.components[0], cap, 0);
-        let end = search.run(
-            u64::MAX,
-            Deadline {
-                at: None,
-                context: &context,
-            },
+        let results: Vec<(End, Option<u64>)> = Order::ALL
+            .iter()
+            .map(|&order| {
+                let mut search = Search::new(&problem.components[0], order, cap, 0);
+                let end = search.run(
+                    u64::MAX,
+                    Deadline {
+                        at: None,
+                        context: &context,
+                    },
+                );
+                (end, search.best().map(|(height, _)| *height))
+            })
+            .collect();
+        assert!(
+            results.windows(2).all(|pair| pair[0] == pair[1]),
+            "{results:?}"
         );
-        (end, search.best().map(|(height, _)| *height))
+        results[0]
     }
 
     #[test]
