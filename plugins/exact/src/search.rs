@@ -46,6 +46,7 @@ use crate::problem::Component;
 
 const UNPLACED: u64 = u64::MAX;
 const NONE: u64 = u64::MAX;
+const NO_JUMP: usize = usize::MAX;
 /// How many nodes between two polls of the clock and the host's cancellation.
 const POLL_INTERVAL: u64 = 1024;
 
@@ -137,6 +138,10 @@ struct Frame {
     wall: u64,
     /// The child tried after the candidates.
     last: LastChild,
+    /// First column of the part the valley is in.
+    part: usize,
+    /// The frame to return to when this one is exhausted, or NO_JUMP.
+    jump_to: usize,
     /// Lower bound of any packing below this node, and highest top placed so far.
     bound: u64,
     height: u64,
@@ -163,6 +168,8 @@ pub struct Search<'a> {
     offset: Vec<u64>,
     trail: Vec<Change>,
     candidates: Vec<u32>,
+    /// Per done column, the frame whose child placed its last buffer.
+    done_at: Vec<usize>,
     /// Free items live in each column.
     live_items: Vec<Vec<u32>>,
     /// Per item, the highest floor across its lifetime: it cannot be placed lower.
@@ -286,6 +293,7 @@ impl<'a> Search<'a> {
             candidates: Vec::new(),
             coverage: Vec::new(),
             live_items,
+            done_at: vec![NO_JUMP; columns],
             release: vec![0; items.len()],
             epoch: 0,
             item_stamp: vec![0; items.len()],
@@ -420,6 +428,12 @@ impl<'a> Search<'a> {
     fn pop(&mut self) {
         let frame = self.frames.pop().expect("a frame");
         self.candidates.truncate(frame.first);
+        if frame.jump_to != NO_JUMP && frame.jump_to + 1 < self.frames.len() {
+            let keep = frame.jump_to + 1;
+            let first = self.frames[keep].first;
+            self.frames.truncate(keep);
+            self.candidates.truncate(first);
+        }
     }
 
     fn undo_to(&mut self, mark: usize) {
@@ -510,6 +524,9 @@ impl<'a> Search<'a> {
             self.set_floor(column, offset + size, offset + size);
             self.remaining[column] -= size;
             self.live[column] -= 1;
+            if self.live[column] == 0 {
+                self.done_at[column] = self.frames.len() - 1;
+            }
         }
         self.offset[item] = offset;
         self.class_placed[self.class[item] as usize] += 1;
@@ -604,12 +621,22 @@ impl<'a> Search<'a> {
     /// pushes a frame with its candidates. Returns an end if the search should stop.
     fn open(&mut self, bound: u64, height: u64) -> Option<End> {
         let columns = self.component.columns;
-        let Some((level, first)) = (0..columns)
-            .filter(|&column| self.live[column] > 0)
+        // The leftmost part: columns between two done ones (or the ends) are independent of
+        // the rest, so each part is finished before the next one starts.
+        let Some(part) = (0..columns).find(|&column| self.live[column] > 0) else {
+            return self.record(height);
+        };
+        let (level, first) = (part..columns)
+            .take_while(|&column| self.live[column] > 0)
             .map(|column| (self.floor[column], column))
             .min()
-        else {
-            return self.record(height);
+            .expect("a live column");
+        // The first node of a new part: if its subtree fails, no choice made on the left
+        // since the part was cut off can help, so the search jumps back to the node whose
+        // child cut it off.
+        let jump_to = match self.frames.last() {
+            Some(parent) if parent.part != part => self.done_at[part - 1],
+            _ => NO_JUMP,
         };
         let mut last = first;
         while last + 1 < columns && self.live[last + 1] > 0 && self.floor[last + 1] == level {
@@ -712,6 +739,8 @@ impl<'a> Search<'a> {
             level,
             wall,
             last: last_child,
+            part,
+            jump_to,
             bound,
             height,
         });
