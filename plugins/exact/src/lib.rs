@@ -233,19 +233,21 @@ pub fn improve(
         component: usize,
         searches: Vec<Search<'a>>,
     }
+    // Time runs both ways in the search: the mirrored component is searched too.
+    let mirrored: Vec<Component> = components.iter().map(Component::mirrored).collect();
     let mut work: Vec<Work> = (0..components.len())
         .filter(|&index| heights[index] > lower_bound)
         .map(|index| {
-            let component = &components[index];
-            let mut searches: Vec<Search> = Order::ALL
-                .iter()
-                .map(|&order| Search::new(component, order, target, target))
-                .collect();
-            searches.extend(
-                Order::ALL
-                    .iter()
-                    .map(|&order| Search::new(component, order, heights[index] - 1, target)),
-            );
+            let mut searches: Vec<Search> = Vec::new();
+            for cap in [target, heights[index] - 1] {
+                for component in [&components[index], &mirrored[index]] {
+                    searches.extend(
+                        Order::ALL
+                            .iter()
+                            .map(|&order| Search::new(component, order, cap, target)),
+                    );
+                }
+            }
             Work {
                 component: index,
                 searches,
@@ -254,10 +256,21 @@ pub fn improve(
         .collect();
     let mut nodes = 0;
     let mut budget = FIRST_BUDGET;
+    let mut rounds = 0u64;
     'rounds: while !work.is_empty() {
+        rounds += 1;
         for job in &mut work {
             let index = job.component;
-            for search in &mut job.searches {
+            // A fresh tight search in a shuffled order per round: restarts, which cut the
+            // heavy tail of the search time when the target is reachable.
+            let component = if rounds % 2 == 0 {
+                &components[index]
+            } else {
+                &mirrored[index]
+            };
+            let mut restart = Search::new(component, Order::Shuffled(rounds), target, target);
+            let mut stopped = false;
+            for search in job.searches.iter_mut().chain(std::iter::once(&mut restart)) {
                 if heights[index] <= lower_bound {
                     break;
                 }
@@ -271,7 +284,10 @@ pub fn improve(
                     }
                 }
                 match end {
-                    End::Stopped => break 'rounds,
+                    End::Stopped => {
+                        stopped = true;
+                        break;
+                    }
                     End::Exhausted if search.is_complete() => {
                         // Nothing at or below the final cap: the component needs one more.
                         // (A finished search returns at once when run again.)
@@ -280,6 +296,10 @@ pub fn improve(
                     }
                     _ => {}
                 }
+            }
+            nodes += restart.nodes();
+            if stopped {
+                break 'rounds;
             }
         }
         work.retain(|job| {

@@ -46,6 +46,16 @@ pub struct Component {
 }
 
 impl Component {
+    /// The same component with time running backwards (items keep their index).
+    pub fn mirrored(&self) -> Component {
+        let last = self.columns - 1;
+        let mut mirrored = self.clone();
+        for item in &mut mirrored.items {
+            (item.start, item.end) = (last - item.end, last - item.start);
+        }
+        mirrored
+    }
+
     /// Highest top of the items at `offsets` (units).
     pub fn height(&self, offsets: &[u64]) -> u64 {
         self.items

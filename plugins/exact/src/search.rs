@@ -60,6 +60,8 @@ pub enum Order {
     Size,
     /// Size times lifetime, then size.
     Area,
+    /// Size and lifetime weighted at random (seeded), for restarts.
+    Shuffled(u64),
 }
 
 impl Order {
@@ -203,6 +205,13 @@ impl<'a> Search<'a> {
         let mut rank_order: Vec<u32> = (0..items.len() as u32)
             .filter(|&index| items[index as usize].fixed.is_none())
             .collect();
+        let noise: Vec<u64> = match order {
+            Order::Shuffled(seed) => {
+                let mut random = crate::instances::XorShift::new(seed);
+                items.iter().map(|_| 64 + random.below(64)).collect()
+            }
+            _ => Vec::new(),
+        };
         rank_order.sort_by_key(|&index| {
             let item = &items[index as usize];
             let columns = (item.end - item.start + 1) as u64;
@@ -210,6 +219,8 @@ impl<'a> Search<'a> {
                 Order::Lifetime => (columns, item.size),
                 Order::Size => (item.size, columns),
                 Order::Area => (item.size * columns, item.size),
+                // Sizes scaled by a random factor in [1, 2): near-equal sizes swap places.
+                Order::Shuffled(_) => (item.size * noise[index as usize], columns),
             };
             (
                 std::cmp::Reverse(first_key),
