@@ -38,6 +38,22 @@ use search::{Deadline, End, Order, Search};
 pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(10);
 /// Nodes each search gets in the first round; doubled every round.
 const FIRST_BUDGET: u64 = 4096;
+/// Nodes of the shortest restart.
+const RESTART_UNIT: u64 = 1024;
+
+/// The Luby sequence 1 1 2 1 1 2 4 1 1 2 ... (`index` from 1): restart lengths within a
+/// constant factor of the best fixed length, whatever the instance.
+fn luby(index: u64) -> u64 {
+    let mut index = index;
+    loop {
+        // Smallest k with 2^k - 1 >= index.
+        let k = 64 - index.leading_zeros() as u64;
+        if index == (1u64 << k) - 1 {
+            return 1 << (k - 1);
+        }
+        index -= (1u64 << (k - 1)) - 1;
+    }
+}
 
 pub struct Exact;
 
@@ -256,21 +272,12 @@ pub fn improve(
         .collect();
     let mut nodes = 0;
     let mut budget = FIRST_BUDGET;
-    let mut rounds = 0u64;
+    let mut restarts = 0u64;
     'rounds: while !work.is_empty() {
-        rounds += 1;
         for job in &mut work {
             let index = job.component;
-            // A fresh tight search in a shuffled order per round: restarts, which cut the
-            // heavy tail of the search time when the target is reachable.
-            let component = if rounds % 2 == 0 {
-                &components[index]
-            } else {
-                &mirrored[index]
-            };
-            let mut restart = Search::new(component, Order::Shuffled(rounds), target, target);
             let mut stopped = false;
-            for search in job.searches.iter_mut().chain(std::iter::once(&mut restart)) {
+            for search in &mut job.searches {
                 if heights[index] <= lower_bound {
                     break;
                 }
@@ -297,7 +304,35 @@ pub fn improve(
                     _ => {}
                 }
             }
-            nodes += restart.nodes();
+            // Restarts: fresh tight searches in shuffled orders with short Luby budgets,
+            // as many nodes in all as the persistent searches got. They cut the heavy tail
+            // of the search time when the target is reachable.
+            let mut spent = 0;
+            let share = budget * job.searches.len() as u64;
+            while !stopped && spent < share && heights[index] > lower_bound {
+                restarts += 1;
+                let component = if restarts % 2 == 0 {
+                    &components[index]
+                } else {
+                    &mirrored[index]
+                };
+                let mut restart = Search::new(component, Order::Shuffled(restarts), target, target);
+                let end = restart.run(RESTART_UNIT * luby(restarts), deadline);
+                spent += restart.nodes();
+                nodes += restart.nodes();
+                match end {
+                    End::Target => {
+                        let (found, packing) = restart.best().expect("a packing at the target");
+                        heights[index] = *found;
+                        offsets[index] = packing.clone();
+                    }
+                    End::Exhausted if restart.is_complete() => {
+                        lower_bound = lower_bound.max(target + 1).min(heights[index]);
+                    }
+                    End::Stopped => stopped = true,
+                    _ => {}
+                }
+            }
             if stopped {
                 break 'rounds;
             }
