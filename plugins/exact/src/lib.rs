@@ -38,6 +38,8 @@ use search::{Deadline, End, Order, Search};
 pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(10);
 /// Nodes each search gets in the first round; doubled every round.
 const FIRST_BUDGET: u64 = 4096;
+/// Restarts per round get this many times the budget of one persistent search.
+const RESTART_SHARE: u64 = 4;
 /// Nodes of the shortest restart.
 const RESTART_UNIT: u64 = 1024;
 
@@ -304,11 +306,10 @@ pub fn improve(
                     _ => {}
                 }
             }
-            // Restarts: fresh tight searches in shuffled orders with short Luby budgets,
-            // as many nodes in all as the persistent searches got. They cut the heavy tail
+            // Restarts: fresh tight searches in shuffled orders with short Luby budgets. They cut the heavy tail
             // of the search time when the target is reachable.
             let mut spent = 0;
-            let share = budget * job.searches.len() as u64;
+            let share = budget * RESTART_SHARE;
             while !stopped && spent < share && heights[index] > lower_bound {
                 restarts += 1;
                 let component = if restarts % 2 == 0 {
