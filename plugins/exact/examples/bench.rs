@@ -4,8 +4,8 @@
 //! cargo run --release -p memplan-planner-exact --example bench -- [--time S] INSTANCE...
 //! ```
 //!
-//! An INSTANCE is a MiniMalloc CSV file (half-open lifetimes) or `cut:PIECES[:SEED]`, a
-//! rectangle cut into PIECES buffers (optimum = its width). One line per instance: buffers,
+//! An INSTANCE is a MiniMalloc CSV file (half-open lifetimes) or `cut:PIECES[:SEED[:STEPS]]`,
+//! a 2^20-byte x STEPS (default 1000) rectangle cut into PIECES buffers (optimum = its width). One line per instance: buffers,
 //! lower bound, greedy height, exact height, time, and the packer's note.
 
 use std::time::{Duration, Instant};
@@ -19,7 +19,7 @@ use memplan_plugin_api::HostContext;
 
 /// Width and steps of the cut rectangles.
 const CUT_WIDTH: u64 = 1 << 20;
-const CUT_STEPS: u32 = 1000;
+const CUT_STEPS: u64 = 1000;
 
 fn load(instance: &str) -> Result<Vec<Buffer>, String> {
     if let Some(spec) = instance.strip_prefix("cut:") {
@@ -27,9 +27,15 @@ fn load(instance: &str) -> Result<Vec<Buffer>, String> {
         let pieces = parts
             .next()
             .and_then(Result::ok)
-            .ok_or("cut:PIECES[:SEED]")?;
+            .ok_or("cut:PIECES[:SEED[:STEPS]]")?;
         let seed = parts.next().and_then(Result::ok).unwrap_or(1);
-        return Ok(rectangle_cut(CUT_WIDTH, CUT_STEPS, pieces as usize, seed));
+        let steps = parts.next().and_then(Result::ok).unwrap_or(CUT_STEPS);
+        return Ok(rectangle_cut(
+            CUT_WIDTH,
+            steps as u32,
+            pieces as usize,
+            seed,
+        ));
     }
     let text = std::fs::read_to_string(instance).map_err(|error| format!("{instance}: {error}"))?;
     read_minimalloc_csv(&text).map_err(|error| format!("{instance}: {error}"))

@@ -7,13 +7,16 @@
 //!    counts sizes in units of the smallest alignment ([`problem`]);
 //! 2. takes a greedy packing of each component as the first upper bound ([`greedy`]) and
 //!    the peak liveness as the lower bound;
-//! 3. for every component above the arena's lower bound, alternates two resumable searches
-//!    over canonical packings ([`search`]) with doubling node budgets:
-//!    - a *tight* search at the lower bound (a decision problem: MiniMalloc's capacity mode,
-//!      where pruning is strongest), which either reaches the bound (proven optimal) or
-//!      exhausts and raises the bound by one;
-//!    - a *descent* from the greedy height: each packing found lowers its cap below itself,
+//! 3. for every component above the arena's lower bound, runs resumable searches over
+//!    canonical packings ([`search`]) round-robin with doubling node budgets:
+//!    - *tight* searches at the lower bound (a decision problem: MiniMalloc's capacity
+//!      mode, where pruning is strongest), which either reach the bound (proven optimal) or
+//!      exhaust and raise the bound;
+//!    - *descents* from the greedy height: each packing found lowers the cap below itself,
 //!      until the cap meets the lower bound or the tree is exhausted (proven optimal);
+//!    - each in three candidate orders and with time running both ways (the search time is
+//!      very sensitive to the order), plus short restarts of tight searches in seeded
+//!      shuffled orders with Luby budgets, which cut the heavy tail of the search time;
 //! 4. stops at the deadline (`--timeout`, or the `time_limit_s` option, default 10 s) or
 //!    on the host's cancellation, and returns the best packing found, with a note saying
 //!    whether its height is proven optimal and what bound remains otherwise.

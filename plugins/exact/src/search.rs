@@ -9,8 +9,9 @@
 //!
 //! # Branching
 //! The state is a skyline: a floor per column, below which nothing more is placed. A node
-//! takes the lowest run of columns at one floor `x` (the *valley*, leftmost if several; only
-//! columns where unplaced buffers are live count) and branches:
+//! takes the lowest run of columns at one floor `x` (the *valley*; only columns where
+//! unplaced buffers are live count, and only in the leftmost independent part, see below)
+//! and branches:
 //! - place one unplaced buffer whose whole lifetime lies in the valley at `x` (aligned up);
 //!   its columns' floor becomes its top;
 //! - or *close* the valley: no buffer rests at `x` there, so the lowest buffer later placed
@@ -18,13 +19,19 @@
 //!   A buffer crossing a wall is above that wall's floor anyway, so nothing is lost.
 //!
 //! # Pruning and inference
+//! - branching column: in the valley, the column with the fewest candidates covering it
+//!   is branched on (the candidates covering it, then one child where none of them is at
+//!   this level). A column without slack (floor + unplaced = cap) cannot stay empty, so it
+//!   gets no such child, and none at all fails the node;
 //! - capacity: a placement whose top exceeds the cap is not tried;
 //! - per column, `floor + units of unplaced buffers live there` bounds the height of
 //!   everything below; a node where some column exceeds the cap is cut. Placing in a valley
 //!   leaves that sum unchanged (bar alignment padding); closing raises it by the waste;
-//! - a buffer's *release*: it cannot sit lower than the highest floor across its lifetime,
-//!   so in a column where every live buffer is released above the floor, the floor is
-//!   effectively that lowest release (MiniMalloc's spatial inference);
+//! - a buffer's *release*: it cannot sit lower than the highest floor across its lifetime.
+//!   The buffers live in a column stack one above the other, none below its release, so
+//!   the column's lowest possible top is a single-machine schedule with release dates
+//!   (max over buffers of release + sizes released no earlier); checked in every column a
+//!   raised release touches (MiniMalloc's spatial inference, strengthened);
 //! - dominance: a buffer is only placed where it rests on a placed buffer (or on 0); in a
 //!   valley raised by closing, a buffer lying wholly over the closed part would drop lower,
 //!   so that packing is reached elsewhere (as the canonical form of a lower one);
@@ -32,7 +39,15 @@
 //!   never place `b` at `x` again (that packing was already reached), so each canonical
 //!   packing is met once;
 //! - symmetry: identical buffers (same columns, size, alignment) are placed in index order
-//!   and tried once per node.
+//!   and tried once per node;
+//! - independent parts: columns where every buffer is placed cut the rest into parts
+//!   that no longer interact. The leftmost part is finished first; when a later part has
+//!   no packing, no choice made in the earlier ones since the cut can help, so the search
+//!   jumps back to the node whose child made the cut.
+//!
+//! Buffers with a fixed offset are obstacles placed from the start; candidates that would
+//! overlap one are skipped. Packings resting on an obstacle are then missed, so such a
+//! search never claims a proof by exhaustion ([`Search::is_complete`]).
 //!
 //! The search is iterative (an explicit stack of frames), resumable across calls to
 //! [`Search::run`] with node budgets, and its node order depends only on the input.
