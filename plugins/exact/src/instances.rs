@@ -10,6 +10,16 @@
 use memplan_plugin_api::kit::Buffer;
 use memplan_plugin_api::Lifetime;
 
+/// A buffer of `size` bytes live from step `first` to `last` (inclusive), alignment 1.
+pub fn buffer(size: u64, first: u32, last: u32) -> Buffer {
+    Buffer {
+        size,
+        alignment: 1,
+        lifetime: Lifetime::new(first, last),
+        fixed_offset: None,
+    }
+}
+
 /// A tiny deterministic PRNG (xorshift64*), enough for generating instances.
 pub struct XorShift(u64);
 
@@ -88,12 +98,7 @@ pub fn rectangle_cut(width: u64, steps: u32, pieces: usize, seed: u64) -> Vec<Bu
         done.push(second);
     }
     done.iter()
-        .map(|piece| Buffer {
-            size: piece.bytes.1 - piece.bytes.0,
-            alignment: 1,
-            lifetime: Lifetime::new(piece.steps.0, piece.steps.1),
-            fixed_offset: None,
-        })
+        .map(|piece| buffer(piece.bytes.1 - piece.bytes.0, piece.steps.0, piece.steps.1))
         .collect()
 }
 

@@ -365,16 +365,7 @@ pub fn improve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memplan_plugin_api::Lifetime;
-
-    fn buffer(size: u64, first: u32, last: u32) -> Buffer {
-        Buffer {
-            size,
-            alignment: 1,
-            lifetime: Lifetime::new(first, last),
-            fixed_offset: None,
-        }
-    }
+    use instances::buffer;
 
     /// Panics unless the packing is valid for `buffers`: time-overlapping buffers disjoint in
     /// bytes, offsets aligned, fixed offsets kept, height the highest top.

@@ -175,15 +175,7 @@ impl Problem {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn buffer(size: u64, first: u32, last: u32) -> Buffer {
-        Buffer {
-            size,
-            alignment: 1,
-            lifetime: Lifetime::new(first, last),
-            fixed_offset: None,
-        }
-    }
+    use crate::instances::buffer;
 
     #[test]
     fn splits_at_steps_no_lifetime_crosses() {

@@ -805,18 +805,9 @@ impl<'a> Search<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::instances::buffer;
     use crate::problem::Problem;
     use memplan_plugin_api::kit::Buffer;
-    use memplan_plugin_api::Lifetime;
-
-    fn buffer(size: u64, first: u32, last: u32) -> Buffer {
-        Buffer {
-            size,
-            alignment: 1,
-            lifetime: Lifetime::new(first, last),
-            fixed_offset: None,
-        }
-    }
 
     /// Searches in every order; panics unless they agree.
     fn solve(buffers: &[Buffer], cap: u64) -> (End, Option<u64>) {
