@@ -35,7 +35,7 @@ pub mod problem;
 pub mod search;
 
 use problem::{Component, Problem};
-use search::{Deadline, End, Order, Search};
+use search::{Branching, Deadline, End, Order, Search};
 
 /// Time a plan may take when neither the option nor the host says otherwise.
 pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(10);
@@ -320,7 +320,13 @@ pub fn improve(
                 } else {
                     &mirrored[index]
                 };
-                let mut restart = Search::new(component, Order::Shuffled(restarts), target, target);
+                let branching = if restarts % 4 < 2 {
+                    Branching::Leftmost
+                } else {
+                    Branching::FewestChildren
+                };
+                let mut restart = Search::new(component, Order::Shuffled(restarts), target, target)
+                    .with_branching(branching);
                 let end = restart.run(RESTART_UNIT * luby(restarts), deadline);
                 spent += restart.nodes();
                 nodes += restart.nodes();

@@ -83,6 +83,16 @@ impl Order {
     pub const ALL: [Order; 3] = [Order::Size, Order::Area, Order::Lifetime];
 }
 
+/// Which valley column a node branches on. Either is complete; which is faster depends on
+/// the instance by orders of magnitude, so both are run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Branching {
+    /// The column with the fewest children (fail first).
+    FewestChildren,
+    /// The leftmost column that some candidate covers (bottom-left first).
+    Leftmost,
+}
+
 /// Why [`Search::run`] returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum End {
@@ -185,6 +195,7 @@ pub struct Search<'a> {
     offset: Vec<u64>,
     trail: Vec<Change>,
     candidates: Vec<u32>,
+    branching: Branching,
     /// Per done column, the frame whose child placed its last buffer.
     done_at: Vec<usize>,
     /// Free items live in each column.
@@ -320,6 +331,7 @@ impl<'a> Search<'a> {
             coverage: Vec::new(),
             live_items,
             done_at: vec![NO_JUMP; columns],
+            branching: Branching::FewestChildren,
             release: vec![0; items.len()],
             epoch: 0,
             item_stamp: vec![0; items.len()],
@@ -334,6 +346,12 @@ impl<'a> Search<'a> {
             best: None,
             nodes: 0,
         }
+    }
+
+    /// The same search branching on other columns.
+    pub fn with_branching(mut self, branching: Branching) -> Search<'a> {
+        self.branching = branching;
+        self
     }
 
     /// Best packing found so far: height and offsets (units) per item of the component.
@@ -752,7 +770,12 @@ impl<'a> Search<'a> {
                     return None;
                 }
                 let children = covering + u32::from(slack);
-                if choice.is_none_or(|(best, _, _)| children < best) {
+                let better = match (choice, self.branching) {
+                    (None, _) => true,
+                    (Some((best, _, _)), Branching::FewestChildren) => children < best,
+                    (Some(_), Branching::Leftmost) => false,
+                };
+                if better {
                     choice = Some((children, column, slack));
                 }
             }
@@ -816,8 +839,13 @@ mod tests {
         let context = HostContext::detached();
         let results: Vec<(End, Option<u64>)> = Order::ALL
             .iter()
-            .map(|&order| {
-                let mut search = Search::new(&problem.components[0], order, cap, 0);
+            .flat_map(|&order| {
+                [Branching::FewestChildren, Branching::Leftmost]
+                    .map(move |branching| (order, branching))
+            })
+            .map(|(order, branching)| {
+                let mut search =
+                    Search::new(&problem.components[0], order, cap, 0).with_branching(branching);
                 let end = search.run(
                     u64::MAX,
                     Deadline {
