@@ -639,31 +639,26 @@ impl<'a> Search<'a> {
                     continue;
                 }
                 self.column_stamp[column] = epoch;
-                // Fast path: if even the highest release plus everything fits, the schedule
-                // does, and the lowest release plus everything bounds the column.
-                let (mut lowest, mut highest) = (u64::MAX, 0);
-                for &other in &self.live_items[column] {
-                    let other = other as usize;
-                    if self.offset[other] == UNPLACED {
-                        lowest = lowest.min(self.release[other]);
-                        highest = highest.max(self.release[other]);
-                    }
-                }
                 let total = self.remaining[column];
                 if total == 0 {
                     continue;
                 }
-                if highest + total <= self.cap {
-                    bound = bound.max(lowest + total);
-                    continue;
-                }
                 self.stack.clear();
+                let (mut lowest, mut highest) = (u64::MAX, 0);
                 for &other in &self.live_items[column] {
                     let other = other as usize;
                     if self.offset[other] == UNPLACED {
-                        self.stack
-                            .push((self.release[other], self.component.items[other].size));
+                        let release = self.release[other];
+                        lowest = lowest.min(release);
+                        highest = highest.max(release);
+                        self.stack.push((release, self.component.items[other].size));
                     }
+                }
+                // Fast path: if even the highest release plus everything fits, the schedule
+                // does, and the lowest release plus everything bounds the column.
+                if highest + total <= self.cap {
+                    bound = bound.max(lowest + total);
+                    continue;
                 }
                 self.stack.sort_unstable_by(|a, b| b.cmp(a));
                 let mut above = 0;
