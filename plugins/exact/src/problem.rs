@@ -56,6 +56,14 @@ impl Component {
         mirrored
     }
 
+    /// Columns summed over the items: the size of per-column item lists.
+    pub fn span_total(&self) -> usize {
+        self.items
+            .iter()
+            .map(|item| item.end - item.start + 1)
+            .sum()
+    }
+
     /// Highest top of the items at `offsets` (units).
     pub fn height(&self, offsets: &[u64]) -> u64 {
         self.items

@@ -904,7 +904,7 @@ mod tests {
     #[test]
     fn agrees_with_brute_force_on_small_random_instances() {
         let mut random = crate::instances::XorShift::new(7);
-        for _ in 0..200 {
+        for _ in 0..100 {
             let count = 3 + random.below(5) as usize;
             let buffers: Vec<Buffer> = (0..count)
                 .map(|_| {
