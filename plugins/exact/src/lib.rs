@@ -335,19 +335,26 @@ pub fn improve(
                 } else {
                     Branching::FewestChildren
                 };
-                let mut restart = Search::new(component, Order::Shuffled(restarts), target, target)
-                    .with_branching(branching);
+                let mut restart = Search::new(
+                    component,
+                    Order::Shuffled(restarts),
+                    lower_bound,
+                    lower_bound,
+                )
+                .with_branching(branching);
                 let end = restart.run(RESTART_UNIT * luby(restarts), deadline);
                 spent += restart.nodes();
                 nodes += restart.nodes();
-                match end {
-                    End::Target => {
-                        let (found, packing) = restart.best().expect("a packing at the target");
+                if let Some((found, packing)) = restart.best() {
+                    if *found < heights[index] {
                         heights[index] = *found;
                         offsets[index] = packing.clone();
                     }
+                }
+                match end {
                     End::Exhausted if restart.is_complete() => {
-                        lower_bound = lower_bound.max(target + 1).min(heights[index]);
+                        let proven = (restart.cap() + 1).min(heights[index]);
+                        lower_bound = lower_bound.max(proven);
                     }
                     End::Stopped => stopped = true,
                     _ => {}
