@@ -238,9 +238,10 @@ fn note(outcome: &Outcome, height: u64, unit: u64, elapsed: Duration) -> String 
 /// on entry and on return.
 ///
 /// Every component above the arena's lower bound gets a tight search (at the bound) and a
-/// descent search in each [`Order`]. They run round-robin with node budgets doubling every
-/// round: restarts in effect, as the search time is heavy-tailed in the order, and no
-/// component starves the others.
+/// descent search in each [`Order`], on the component and on its mirror image in time.
+/// They are resumable and run round-robin with node budgets doubling every round, so no
+/// search and no component starves the others. After each component's turn come short
+/// restarts (see below). The clock only decides where everything stops.
 pub fn improve(
     components: &[Component],
     offsets: &mut [Vec<u64>],
@@ -319,8 +320,9 @@ pub fn improve(
                     _ => {}
                 }
             }
-            // Restarts: fresh tight searches in shuffled orders with short Luby budgets. They cut the heavy tail
-            // of the search time when the target is reachable.
+            // Restarts: fresh tight searches in seeded shuffled orders, both branchings and
+            // both directions, with short Luby budgets. The search time is heavy-tailed in
+            // the order; restarts cut the tail when the bound is reachable.
             let mut spent = 0;
             let share = budget * RESTART_SHARE;
             while !stopped && spent < share && heights[index] > lower_bound {
