@@ -42,7 +42,7 @@ pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(10);
 /// Nodes each search gets in the first round; doubled every round.
 const FIRST_BUDGET: u64 = 4096;
 /// Components whose lifetimes cover more (buffer, column) pairs than this get a smaller
-/// portfolio of searches.
+/// portfolio of searches and no restarts.
 const LARGE_COMPONENT: usize = 1 << 20;
 /// Restarts per round get this many times the budget of one persistent search.
 const RESTART_SHARE: u64 = 4;
@@ -324,7 +324,12 @@ pub fn improve(
             // both directions, with short Luby budgets. The search time is heavy-tailed in
             // the order; restarts cut the tail when the bound is reachable.
             let mut spent = 0;
-            let share = budget * RESTART_SHARE;
+            // Each restart builds its search afresh: not worth it on very large components.
+            let share = if components[index].span_total() > LARGE_COMPONENT {
+                0
+            } else {
+                budget * RESTART_SHARE
+            };
             while !stopped && spent < share && heights[index] > lower_bound {
                 restarts += 1;
                 let component = if restarts % 2 == 0 {
