@@ -61,7 +61,6 @@ fn stdout_json(output: &std::process::Output) -> Value {
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3)"]
 fn a_valid_hand_written_plan_passes_with_lower_bounds() {
     let (model, plan) = files(MODEL, &plan_text(0));
     let output = check(&model, &plan, false);
@@ -80,7 +79,6 @@ fn a_valid_hand_written_plan_passes_with_lower_bounds() {
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3)"]
 fn an_overlap_is_rejected_naming_both_tensors() {
     // `out` at 64 shares bytes [64, 96) with `mid` at step 2.
     let (model, plan) = files(MODEL, &plan_text(64));
@@ -112,7 +110,6 @@ fn an_overlap_is_rejected_naming_both_tensors() {
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3)"]
 fn unknown_tensor_ids_and_memories_are_violations_not_parse_errors() {
     let plan = plan_text(0)
         .replace(r#""tensor": "in""#, r#""tensor": "ghost""#)
@@ -140,7 +137,6 @@ fn unknown_tensor_ids_and_memories_are_violations_not_parse_errors() {
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3)"]
 fn text_shows_twenty_violations_then_a_count() {
     // 25 graph inputs and one output, none allocated: 26 missing allocations.
     let ids: Vec<String> = (0..25).map(|i| format!("\"x{i}\"")).collect();
@@ -169,7 +165,6 @@ fn text_shows_twenty_violations_then_a_count() {
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3)"]
 fn malformed_plan_json_is_bad_input_with_line_and_column() {
     let (model, plan) = files(
         MODEL,
@@ -182,7 +177,6 @@ fn malformed_plan_json_is_bad_input_with_line_and_column() {
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3), plugin loading and render"]
 fn a_plan_written_by_memplan_plan_passes_memplan_check() {
     let (model, _) = files(MODEL, "");
     let out = temp_dir("check-cli-out");

@@ -327,7 +327,6 @@ fn an_earlier_directory_shadows_a_later_one_with_a_warning() {
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3)"]
 fn plan_runs_an_out_of_tree_planner_selected_by_name() {
     let library = fixture_plugin("vendor");
     let dir = plugin_dir_with("plan-vendor", &[(&library, &library_file_name("acme"))]);
@@ -350,7 +349,6 @@ fn plan_runs_an_out_of_tree_planner_selected_by_name() {
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3)"]
 fn a_panicking_planner_exits_4_with_the_panic_message() {
     let library = fixture_plugin("misbehaving");
     let dir = plugin_dir_with("plan-panics", &[(&library, &library_file_name("boom"))]);
@@ -368,7 +366,6 @@ fn a_panicking_planner_exits_4_with_the_panic_message() {
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3)"]
 fn a_planner_that_ignores_the_timeout_is_given_up_on_with_exit_4() {
     let library = fixture_plugin("misbehaving");
     let dir = plugin_dir_with("plan-hangs", &[(&library, &library_file_name("stuck"))]);

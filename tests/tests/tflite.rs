@@ -36,3 +36,80 @@ fn truncated_model_is_bad_input() {
     std::fs::write(&file, &bytes[..bytes.len() / 3]).unwrap();
     assert_rejected(&file, "failed verification");
 }
+
+/// `graph_only` of shared/data/models/README.md: TFLite Micro's greedy planner over the
+/// graph's tensors.
+const GRAPH_ONLY: [(&str, u64); 8] = [
+    ("hello_world_float.tflite", 128),
+    ("hello_world_int8.tflite", 32),
+    ("micro_speech_quantized.tflite", 5968),
+    ("person_detect.tflite", 55296),
+    ("keyword_scrambled.tflite", 288),
+    ("simple_add_model.tflite", 49152),
+    ("kws_ref_model.tflite", 16000),
+    ("vww_96_int8.tflite", 73728),
+];
+
+/// `memplan plan MODEL --format json` with `extra` arguments: the scratch arena's size and
+/// lower bound.
+fn scratch_arena(model: &Path, extra: &[&str]) -> (u64, u64) {
+    let out = temp_dir("tflite-plan");
+    let mut args = vec![
+        "plan".to_string(),
+        model.display().to_string(),
+        "--format".to_string(),
+        "json".to_string(),
+        "--out".to_string(),
+        out.join("out").display().to_string(),
+    ];
+    args.extend(extra.iter().map(|arg| arg.to_string()));
+    let output = run_memplan(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let scratch: Vec<&serde_json::Value> = summary["arenas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|arena| arena["role"] == "scratch")
+        .collect();
+    assert_eq!(scratch.len(), 1, "{}", describe(&output));
+    (
+        scratch[0]["size"].as_u64().unwrap(),
+        scratch[0]["lower_bound"].as_u64().unwrap(),
+    )
+}
+
+#[test]
+fn first_fit_gives_tflm_graph_only_and_the_planners_never_do_worse() {
+    let Some(corpus) = require_corpus("first_fit_gives_tflm_graph_only") else {
+        return;
+    };
+    for (file, graph_only) in GRAPH_ONLY {
+        let model = corpus.join("models").join(file);
+        let first_fit = scratch_arena(
+            &model,
+            &[
+                "--planner",
+                "greedy-bestfit",
+                "--planner-options",
+                r#"{"fit":"first"}"#,
+            ],
+        );
+        assert_eq!(
+            first_fit.0, graph_only,
+            "{file}: fit=first vs TFLM graph_only"
+        );
+        let (best_fit, lower_bound) = scratch_arena(&model, &["--planner", "greedy-bestfit"]);
+        assert!(
+            best_fit <= graph_only,
+            "{file}: best fit {best_fit} > {graph_only}"
+        );
+        let (exact, _) = scratch_arena(&model, &["--planner", "exact"]);
+        assert!(
+            exact <= best_fit,
+            "{file}: exact {exact} > greedy-bestfit {best_fit}"
+        );
+        // On every model of the corpus the lower bound is reachable.
+        assert_eq!(exact, lower_bound, "{file}: exact above the lower bound");
+    }
+}
