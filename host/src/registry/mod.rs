@@ -5,6 +5,9 @@
 //! directory. Libraries are loaded with `lib_header_from_path` + `init_root_module` and never
 //! unloaded.
 
+pub mod isolate;
+pub mod trust;
+
 use std::path::PathBuf;
 
 use memplan_plugin_api::{MemoryPlan, PlanRequest};
