@@ -5,10 +5,10 @@ use std::time::{Duration, Instant};
 
 use abi_stable::std_types::RString;
 
-use crate::cli::{Format, PlanArgs};
+use crate::cli::{Format, PlanArgs, Verbosity};
 use crate::emit::summary::{self, RunReport};
 use crate::error::{Error, Result};
-use crate::registry::{Registry, RunLimits};
+use crate::registry::{Isolation, Registry, RunLimits};
 use crate::render::RenderOptions;
 use crate::{analyze, check, emit, input, render};
 
@@ -24,7 +24,7 @@ fn timed<T>(
     result
 }
 
-pub fn run(args: &PlanArgs) -> Result<ExitCode> {
+pub fn run(args: &PlanArgs, verbosity: Verbosity) -> Result<ExitCode> {
     // Mistakes in the output options, a wrong planner name or a broken plugin are reported
     // before the model is read and planned, which may take long.
     let render_options = RenderOptions {
@@ -34,7 +34,8 @@ pub fn run(args: &PlanArgs) -> Result<ExitCode> {
     render::check_options(&render_options)?;
     emit::check_destination(&args.out)?;
     let limits = RunLimits::from_timeout_seconds(args.timeout)?;
-    let registry = Registry::discover(&args.plugins.plugin_dirs)?;
+    let trust = super::trust_policy(&args.plugins)?;
+    let registry = Registry::discover(&args.plugins.plugin_dirs, &trust, &[&args.planner])?;
     let planner = registry.find(&args.planner)?;
 
     let mut timings = Vec::new();
@@ -43,7 +44,16 @@ pub fn run(args: &PlanArgs) -> Result<ExitCode> {
     analysis.request.options = RString::from(args.planner_options.as_str());
 
     let plan = timed(&mut timings, "plan", || {
-        planner.run(&analysis.request, &limits)
+        if args.isolate {
+            let isolation = Isolation {
+                allow_insecure: args.plugins.allow_insecure_plugins,
+                verbose: verbosity.verbose,
+                quiet: verbosity.quiet,
+            };
+            planner.run_isolated(&analysis.request, &limits, &isolation)
+        } else {
+            planner.run(&analysis.request, &limits)
+        }
     })?;
     let planner_summary = plan.summary.to_string();
     let checked = timed(&mut timings, "check", || check::check_plan(&analysis, plan))?;
