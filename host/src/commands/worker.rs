@@ -3,7 +3,8 @@
 //! Reads a `PlanRequest` as JSON on stdin, loads the one plugin file it is given — after the
 //! same trust checks as the host, and only if its SHA-256 is still the one the host saw —
 //! runs the planner with a host context (logs to the inherited stderr, deadline from
-//! `--timeout`) and writes one `WorkerReply` as JSON to stdout. It exits 0 whenever it could
+//! `--timeout`) and writes to stdout the started line when it calls the planner, then one
+//! `WorkerReply` as JSON. It exits 0 whenever it could
 //! write a reply: how the run went is in the reply, and anything else (a signal, another exit
 //! status, no reply) is the plugin's doing, which the host reports.
 
@@ -16,13 +17,13 @@ use memplan_plugin_api::PlanRequest;
 
 use crate::cli::WorkerArgs;
 use crate::error::{Error, Result};
-use crate::registry::isolate::WorkerReply;
+use crate::registry::isolate::{WorkerReply, STARTED_LINE};
 use crate::registry::trust::OpenedPlugin;
 use crate::registry::{call_planner, open_module, LoadFailure, RunLimits};
 
 pub fn run(args: &WorkerArgs) -> Result<ExitCode> {
-    let reply_out = reserve_stdout_for_the_reply()?;
-    let reply = serve(args).unwrap_or_else(|error| WorkerReply::failed(&error));
+    let mut reply_out = reserve_stdout_for_the_reply()?;
+    let reply = serve(args, &mut reply_out).unwrap_or_else(|error| WorkerReply::failed(&error));
     let mut reply_out = BufWriter::new(reply_out);
     serde_json::to_writer(&mut reply_out, &reply)
         .map_err(std::io::Error::from)
@@ -31,8 +32,9 @@ pub fn run(args: &WorkerArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Loads the plugin and runs the planner; errors become a `failed` reply.
-fn serve(args: &WorkerArgs) -> Result<WorkerReply> {
+/// Loads the plugin and runs the planner, telling the host on `reply_out` when the planner
+/// starts; errors become a `failed` reply.
+fn serve(args: &WorkerArgs, reply_out: &mut File) -> Result<WorkerReply> {
     let limits = RunLimits::from_timeout_seconds(args.timeout)?;
     let request: PlanRequest = serde_json::from_reader(BufReader::new(std::io::stdin().lock()))
         .map_err(|error| Error::internal(format!("worker: unreadable plan request: {error}")))?;
@@ -66,6 +68,8 @@ fn serve(args: &WorkerArgs) -> Result<WorkerReply> {
                 args.planner
             ))
         })?;
+    writeln!(reply_out, "{STARTED_LINE}")
+        .map_err(|error| Error::internal(format!("worker: cannot write to the host: {error}")))?;
     Ok(
         match call_planner(&args.planner, entry, &request, &limits) {
             Ok(plan) => WorkerReply::Plan(plan),

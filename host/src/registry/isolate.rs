@@ -3,34 +3,42 @@
 //!
 //! The host runs its own executable with the hidden `__plan-worker` subcommand, naming the
 //! plugin file, its SHA-256 as the host saw it and the planner. The request goes to the
-//! child's stdin as JSON and one [`WorkerReply`] comes back on its stdout; the child's stderr
-//! is the host's, so plugin log lines appear as they would in-process. The worker re-applies
-//! the trust checks and refuses a file whose hash changed since the host looked at it.
+//! child's stdin as JSON; on its stdout the worker writes the line [`STARTED_LINE`] when it
+//! calls the planner, then one [`WorkerReply`] as JSON. The child's stderr is the host's, so
+//! plugin log lines appear as they would in-process. The worker re-applies the trust checks
+//! and refuses a file whose hash changed since the host looked at it.
 //!
 //! Pipes are fed and drained by their own threads (a large request and a large reply would
-//! otherwise deadlock on full pipe buffers). The host waits for the reply until the time
-//! limit — `--timeout` plus [`KILL_GRACE`], so that a cooperative planner can still report
-//! that it stopped — then kills and reaps the child. How the child ended (signal, exit status,
-//! time limit, missing or garbled reply) becomes an exit-4 error naming the planner and file.
+//! otherwise deadlock on full pipe buffers). As in-process, `--timeout` counts from the
+//! planner call: the host kills the child at the started line plus `--timeout` plus the grace
+//! period of [`run`](super::run) (so that a cooperative planner can still report that it
+//! stopped); starting the worker and loading the plugin get [`STARTUP_ALLOWANCE`] on top (a
+//! debug build checks the plugin's type layouts slowly). How the child ended (signal, exit
+//! status, time limit, missing or garbled reply) becomes an exit-4 error naming the planner
+//! and its file.
 
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use memplan_plugin_api::{MemoryPlan, PlanError, PlanRequest};
 use serde::{Deserialize, Serialize};
 
+use super::run::grace_period;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The hidden subcommand the host runs itself with.
 pub const WORKER_SUBCOMMAND: &str = "__plan-worker";
 
-/// How long past `--timeout` a worker may take to report a cooperative stop before it is
-/// killed.
-pub const KILL_GRACE: Duration = Duration::from_secs(1);
+/// What the worker writes on stdout, before its reply, when it calls the planner.
+pub const STARTED_LINE: &str = "started";
+
+/// With `--timeout`, how long the worker may take to start and load the plugin before the
+/// planner's own time begins.
+pub const STARTUP_ALLOWANCE: Duration = Duration::from_secs(10);
 
 /// How long to wait for the reply pipe to close once the worker has exited (a grandchild the
 /// plugin started could hold it open).
@@ -69,8 +77,8 @@ pub struct WorkerJob<'a> {
     /// The file's SHA-256 when the host checked it; the worker refuses any other bytes.
     pub sha256: &'a str,
     pub allow_insecure: bool,
-    /// `--timeout`: handed to the worker's host context; the host kills the worker at this
-    /// plus [`KILL_GRACE`].
+    /// `--timeout`: handed to the worker's host context; the host kills the worker when the
+    /// planner has run this plus the grace period.
     pub timeout: Option<Duration>,
     /// The host's `-v` count and `-q`, so that the worker logs at the same level.
     pub verbose: u8,
@@ -151,36 +159,56 @@ pub fn plan_in_worker(
         let _ = stdin.write_all(&request_json).and_then(|()| stdin.flush());
     });
 
-    let mut stdout = child.stdout.take().expect("stdout is piped");
-    let (reply_sender, reply_receiver) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut reply = Vec::new();
-        let result = stdout.read_to_end(&mut reply).map(|_| reply);
-        let _ = reply_sender.send(result);
-    });
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let (events, worker_events) = mpsc::channel();
+    std::thread::spawn(move || read_worker_output(stdout, events));
 
-    let kill_at = job
-        .timeout
-        .and_then(|timeout| started.checked_add(timeout + KILL_GRACE));
     // The reply pipe closes when the worker exits (normally or not), so waiting on it is
-    // waiting on the worker, without polling.
-    let reply = match kill_at {
-        None => reply_receiver.recv().ok(),
-        Some(kill_at) => {
-            match reply_receiver.recv_timeout(kill_at.saturating_duration_since(Instant::now())) {
-                Ok(reply) => Some(reply),
-                Err(mpsc::RecvTimeoutError::Disconnected) => None,
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    kill_and_reap(&mut child);
-                    return Err(Error::plugin(format!(
-                        "{} did not finish within the time limit of {} s (--timeout) and was \
-                         stopped; memplan killed its worker process after {:.1} s. Give it \
-                         more time or choose a faster planner",
+    // waiting on the worker, without polling. `Ok(None)`: the time limit passed.
+    let time_limit = job
+        .timeout
+        .map(|timeout| timeout.saturating_add(grace_period(timeout)));
+    let next_event = |deadline: Option<Instant>| match deadline {
+        None => Ok(worker_events.recv().ok()),
+        Some(deadline) => {
+            match worker_events.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(event) => Ok(Some(event)),
+                Err(mpsc::RecvTimeoutError::Disconnected) => Ok(None),
+                Err(mpsc::RecvTimeoutError::Timeout) => Err(()),
+            }
+        }
+    };
+    let startup_deadline =
+        time_limit.and_then(|limit| started.checked_add(limit.saturating_add(STARTUP_ALLOWANCE)));
+    let mut kill_at = startup_deadline;
+    let mut planner_started = None;
+    let reply = loop {
+        match next_event(kill_at) {
+            Ok(Some(WorkerOutput::Started)) => {
+                let now = Instant::now();
+                planner_started = Some(now);
+                kill_at = time_limit.and_then(|limit| now.checked_add(limit));
+            }
+            Ok(Some(WorkerOutput::Finished(reply))) => break Some(reply),
+            Ok(None) => break None,
+            Err(()) => {
+                kill_and_reap(&mut child);
+                let timeout = job.timeout.unwrap_or_default().as_secs_f64();
+                return Err(Error::plugin(match planner_started {
+                    Some(planner_started) => format!(
+                        "{} did not finish within the time limit of {timeout} s (--timeout) \
+                         and was stopped: memplan killed its worker process after {:.1} s of \
+                         planning. Give it more time or choose a faster planner",
                         job.subject(),
-                        job.timeout.unwrap_or_default().as_secs_f64(),
+                        planner_started.elapsed().as_secs_f64()
+                    ),
+                    None => format!(
+                        "{}: its worker process did not even start planning within {:.1} s \
+                         (loading the plugin hung?) and was killed",
+                        job.subject(),
                         started.elapsed().as_secs_f64()
-                    )));
-                }
+                    ),
+                }));
             }
         }
     };
@@ -201,6 +229,31 @@ pub fn plan_in_worker(
         started.elapsed().as_secs_f64()
     );
     interpret(job, status, &reply)
+}
+
+/// What the host hears from a worker's stdout.
+enum WorkerOutput {
+    /// The started line: the planner is being called.
+    Started,
+    /// Everything after it, up to the end of the pipe.
+    Finished(std::io::Result<Vec<u8>>),
+}
+
+/// Reads the worker's stdout: the started line, then the reply. A worker that dies before
+/// calling the planner produces only `Finished` with what it wrote (normally nothing).
+fn read_worker_output(stdout: ChildStdout, events: mpsc::Sender<WorkerOutput>) {
+    let mut stdout = BufReader::new(stdout);
+    let mut first_line = String::new();
+    let mut rest = Vec::new();
+    let result = stdout.read_line(&mut first_line).and_then(|_| {
+        if first_line.trim_end() == STARTED_LINE {
+            let _ = events.send(WorkerOutput::Started);
+        } else {
+            rest.extend_from_slice(first_line.as_bytes());
+        }
+        stdout.read_to_end(&mut rest).map(|_| rest)
+    });
+    let _ = events.send(WorkerOutput::Finished(result));
 }
 
 /// Waits for a worker whose reply pipe has closed. It normally has exited already; one that

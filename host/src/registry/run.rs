@@ -106,7 +106,7 @@ extern "C" fn remaining_ms(state_ptr: *const c_void) -> u64 {
 
 /// How long past its deadline a planner may take to notice `should_stop` and return: a tenth
 /// of the timeout, at least one second.
-fn grace_period(timeout: Duration) -> Duration {
+pub(crate) fn grace_period(timeout: Duration) -> Duration {
     (timeout / 10).max(Duration::from_secs(1))
 }
 
