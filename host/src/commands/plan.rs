@@ -30,6 +30,7 @@ pub fn run(args: &PlanArgs, verbosity: Verbosity) -> Result<ExitCode> {
     let render_options = RenderOptions {
         prefix: args.prefix.clone(),
         external_arenas: args.external_arenas,
+        planner: args.planner.clone(),
     };
     render::check_options(&render_options)?;
     emit::check_destination(&args.out)?;
@@ -56,7 +57,9 @@ pub fn run(args: &PlanArgs, verbosity: Verbosity) -> Result<ExitCode> {
         }
     })?;
     let planner_summary = plan.summary.to_string();
-    let checked = timed(&mut timings, "check", || check::check_plan(&analysis, plan))?;
+    let checked = timed(&mut timings, "check", || {
+        check::check_plan(&analysis, plan).map_err(Error::from)
+    })?;
     let rendered = timed(&mut timings, "render", || {
         render::render(&analysis, &checked, &render_options)
     })?;
