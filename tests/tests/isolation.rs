@@ -10,7 +10,7 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use memplan_tests::{
-    describe, fixture_plugin, library_file_name, memplan, plugin_dir_with, temp_dir, tiny_model,
+    describe, failed_with, fixture_plugin, library_file_name, plan_tiny, plugin_dir_with,
 };
 
 /// A plugin directory holding the misbehaving fixture (one per test, so tests run in
@@ -22,22 +22,7 @@ fn misbehaving_dir(label: &str) -> PathBuf {
 
 /// `memplan plan` on the tiny model with planner `name` from the misbehaving fixture.
 fn plan(name: &str, extra: &[&str]) -> Output {
-    memplan()
-        .arg("plan")
-        .arg(tiny_model())
-        .args(["--planner", name, "--plugin-dir"])
-        .arg(misbehaving_dir(name))
-        .arg("--out")
-        .arg(temp_dir("isolation-out"))
-        .args(extra)
-        .output()
-        .expect("start memplan")
-}
-
-/// Asserts exit `code` (not death by a signal: the host survived) and returns stderr.
-fn failed_with(output: &Output, code: i32) -> String {
-    assert_eq!(output.status.code(), Some(code), "{}", describe(output));
-    String::from_utf8_lossy(&output.stderr).into_owned()
+    plan_tiny(name, &misbehaving_dir(name), extra)
 }
 
 /// Runs planner `name` isolated and checks the exit-4 message names it and says `what`.

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use memplan_tests::{
-    describe, fixture_plugin, library_file_name, memplan, plugin_dir_with, temp_dir, tiny_model,
+    describe, failed_with, fixture_plugin, library_file_name, memplan, plan_tiny_with,
+    plugin_dir_with, temp_dir,
 };
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -76,21 +77,7 @@ fn plan_vendor(dir: &Path, extra: &[&str], cwd: Option<&Path>) -> Output {
     if let Some(cwd) = cwd {
         command.current_dir(cwd);
     }
-    command
-        .arg("plan")
-        .arg(tiny_model())
-        .args(["--planner", VENDOR, "--plugin-dir"])
-        .arg(dir)
-        .arg("--out")
-        .arg(temp_dir("trust-out"))
-        .args(extra)
-        .output()
-        .expect("start memplan")
-}
-
-fn failed_with(output: &Output, code: i32) -> String {
-    assert_eq!(output.status.code(), Some(code), "{}", describe(output));
-    String::from_utf8_lossy(&output.stderr).into_owned()
+    plan_tiny_with(command, VENDOR, dir, extra)
 }
 
 #[test]

@@ -359,6 +359,15 @@ impl Registry {
         }
     }
 
+    /// Where discovery looked, for messages.
+    fn searched_description(&self) -> String {
+        if self.searched.is_empty() {
+            "no plugin directory exists".to_string()
+        } else {
+            format!("searched {}", join_paths(&self.searched))
+        }
+    }
+
     /// The message for a pinned planner that no file with its pinned hash exports.
     fn pinned_planner_missing(&self, name: &str, pin: &trust::Pin) -> String {
         let candidates = match self.hashed.as_slice() {
@@ -372,13 +381,12 @@ impl Registry {
                     .join(", ")
             ),
         };
-        let searched = if self.searched.is_empty() {
-            "no plugin directory exists".to_string()
-        } else {
-            format!("searched {}", join_paths(&self.searched))
-        };
+        let searched = self.searched_description();
         format!(
-            "planner `{name}` is pinned to SHA-256 {} by {}, but no plugin file with that              SHA-256 exports it, so it was not loaded; {candidates}; {searched}. Put the              pinned file on the search path, or update the pin if the plugin was updated on              purpose",
+            "planner `{name}` is pinned to SHA-256 {} by {}, but no plugin file with that \
+             SHA-256 exports it, so it was not loaded; {candidates}; {searched}. Put the \
+             pinned file on the search path, or update the pin if the plugin was updated on \
+             purpose",
             pin.sha256, pin.source
         )
     }
@@ -405,11 +413,7 @@ impl Registry {
                     .join(", ")
             ),
         };
-        let searched = if self.searched.is_empty() {
-            "no plugin directory exists".to_string()
-        } else {
-            format!("searched {}", join_paths(&self.searched))
-        };
+        let searched = self.searched_description();
         let rejected = match self.rejected.len() {
             0 => String::new(),
             count => format!(
