@@ -2,8 +2,8 @@
 //! fixture planners (tests/fixtures/plugins/misbehaving) and must survive every one of them,
 //! exit 4 and say what happened.
 //!
-//! The tests that run `memplan plan` on the tiny model need the model reader and the analysis
-//! (issue 3); the worker tests at the end speak the worker protocol directly.
+//! Most tests run `memplan plan` on the tiny model; the worker tests at the end speak the
+//! worker protocol directly.
 
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
@@ -42,7 +42,6 @@ fn isolated_failure(name: &str, what: &str) -> String {
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3)"]
 fn a_segfault_in_a_planner_is_reported_with_the_signal() {
     isolated_failure(
         "fixture-segfaults",
@@ -51,19 +50,16 @@ fn a_segfault_in_a_planner_is_reported_with_the_signal() {
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3)"]
 fn an_abort_in_a_planner_is_reported_with_the_signal() {
     isolated_failure("fixture-aborts", "SIGABRT (abort)");
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3)"]
 fn a_planner_that_exits_is_reported_with_the_exit_status() {
     isolated_failure("fixture-exits", "exit status 7");
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3)"]
 fn a_panic_in_an_isolated_planner_keeps_its_message() {
     isolated_failure(
         "fixture-panics",
@@ -72,7 +68,6 @@ fn a_panic_in_an_isolated_planner_keeps_its_message() {
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3)"]
 fn an_isolated_planner_past_the_timeout_is_killed() {
     let started = Instant::now();
     let output = plan("fixture-hangs", &["--isolate", "--timeout", "0.5"]);
@@ -87,7 +82,6 @@ fn an_isolated_planner_past_the_timeout_is_killed() {
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3)"]
 fn an_isolated_cooperative_planner_reports_the_time_limit() {
     let output = plan(
         "fixture-cooperative-slow",
@@ -102,7 +96,6 @@ fn an_isolated_cooperative_planner_reports_the_time_limit() {
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3)"]
 fn a_cooperative_planner_stops_at_the_timeout_in_process() {
     let output = plan("fixture-cooperative-slow", &["--timeout", "1"]);
     let message = failed_with(&output, 4);
@@ -113,7 +106,6 @@ fn a_cooperative_planner_stops_at_the_timeout_in_process() {
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3)"]
 fn a_planner_ignoring_the_timeout_in_process_is_given_up_on_quickly() {
     let started = Instant::now();
     let output = plan("fixture-hangs", &["--timeout", "1"]);
@@ -125,7 +117,6 @@ fn a_planner_ignoring_the_timeout_in_process_is_given_up_on_quickly() {
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3)"]
 fn an_incomplete_plan_is_rejected_by_the_checker() {
     for isolate in [false, true] {
         let extra: &[&str] = if isolate { &["--isolate"] } else { &[] };
@@ -135,7 +126,6 @@ fn an_incomplete_plan_is_rejected_by_the_checker() {
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3)"]
 fn an_overlapping_plan_is_rejected_by_the_checker() {
     for isolate in [false, true] {
         let extra: &[&str] = if isolate { &["--isolate"] } else { &[] };
@@ -145,7 +135,6 @@ fn an_overlapping_plan_is_rejected_by_the_checker() {
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3)"]
 fn a_chatty_planner_is_heard_tagged_with_its_name_and_still_plans() {
     for isolate in [false, true] {
         let extra: &[&str] = if isolate {

@@ -157,7 +157,6 @@ fn a_matching_pin_loads_the_planner() {
 }
 
 #[test]
-#[ignore = "needs the model reader (issue 3)"]
 fn a_matching_pin_plans() {
     let (dir, file) = vendor_dir("trust-pin-plan");
     let pin = format!("{VENDOR}={}", sha256_of(&file));
