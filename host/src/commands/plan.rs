@@ -44,7 +44,7 @@ pub fn run(args: &PlanArgs, verbosity: Verbosity) -> Result<ExitCode> {
         .iter()
         .map(|name| registry.find(name))
         .collect::<Result<Vec<_>>>()?;
-    let isolation = args.isolate.then(|| Isolation {
+    let isolation = args.isolate.then_some(Isolation {
         allow_insecure: args.plugins.allow_insecure_plugins,
         verbose: verbosity.verbose,
         quiet: verbosity.quiet,

@@ -164,7 +164,9 @@ pub fn plan_in_worker(
     std::thread::spawn(move || read_worker_output(stdout, events));
 
     // The reply pipe closes when the worker exits (normally or not), so waiting on it is
-    // waiting on the worker, without polling. `Ok(None)`: the time limit passed.
+    // waiting on the worker, without polling. `next_event` gives `Ok(None)` when the reader is
+    // gone without a word (cannot happen: it always sends `Finished`) and `Err(())` when the
+    // deadline passed.
     let time_limit = job
         .timeout
         .map(|timeout| timeout.saturating_add(grace_period(timeout)));
