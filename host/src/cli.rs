@@ -27,6 +27,13 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The logging flags, which an `--isolate` worker inherits.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Verbosity {
+    pub verbose: u8,
+    pub quiet: bool,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Plan a model's memory, check the plan and write C sources.
@@ -37,6 +44,10 @@ pub enum Command {
     Check(CheckArgs),
     /// Compare planners: arena height, lower bound, ratio and planning time per input.
     Bench(BenchArgs),
+    /// Internal: runs one planner for `memplan plan --isolate` (request as JSON on stdin,
+    /// reply as JSON on stdout).
+    #[command(name = "__plan-worker", hide = true)]
+    PlanWorker(WorkerArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -51,6 +62,17 @@ pub struct PluginArgs {
     /// A directory searched for planner plugins before MEMPLAN_PLUGIN_PATH (repeatable).
     #[arg(long = "plugin-dir", value_name = "DIR")]
     pub plugin_dirs: Vec<PathBuf>,
+    /// Load plugin files even when they or their directory are writable by group or others.
+    #[arg(long = "allow-insecure-plugins")]
+    pub allow_insecure_plugins: bool,
+    /// Pin planner NAME to the plugin file with this SHA-256 (repeatable); no other file is
+    /// loaded for it.
+    #[arg(long = "plugin-sha256", value_name = "NAME=HEX")]
+    pub plugin_sha256: Vec<String>,
+    /// Lock file pinning planners to SHA-256s (JSON `{"NAME": "HEX"}`); default
+    /// `memplan.lock` in the current directory when it exists.
+    #[arg(long, value_name = "FILE")]
+    pub lock: Option<PathBuf>,
 }
 
 /// The target and the constraints on its memories.
@@ -155,6 +177,25 @@ pub struct BenchArgs {
     pub format: BenchFormat,
 }
 
+/// The hidden worker of `--isolate` (see `registry::isolate`).
+#[derive(Args, Debug, Clone)]
+pub struct WorkerArgs {
+    /// The one plugin file to load.
+    #[arg(long = "plugin-file", value_name = "FILE")]
+    pub plugin_file: PathBuf,
+    /// The SHA-256 the host saw; any other bytes are refused.
+    #[arg(long, value_name = "HEX")]
+    pub sha256: String,
+    /// The planner to run.
+    #[arg(long, value_name = "NAME")]
+    pub planner: String,
+    /// The `--timeout` of the host, for the planner's host context.
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+    #[arg(long = "allow-insecure-plugins")]
+    pub allow_insecure_plugins: bool,
+}
+
 /// Sets up logging on stderr: warnings by default, `-v` debug, `-vv` trace, `-q` errors only.
 /// `RUST_LOG` overrides.
 fn init_logging(verbose: u8, quiet: bool) {
@@ -201,10 +242,15 @@ pub fn main() -> ExitCode {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode, Error> {
+    let verbosity = Verbosity {
+        verbose: cli.verbose,
+        quiet: cli.quiet,
+    };
     match cli.command {
-        Command::Plan(args) => commands::plan::run(&args),
+        Command::Plan(args) => commands::plan::run(&args, verbosity),
         Command::Planners(args) => commands::planners::run(&args),
         Command::Check(args) => commands::check::run(&args),
         Command::Bench(args) => commands::bench::run(&args, !cli.quiet),
+        Command::PlanWorker(args) => commands::worker::run(&args),
     }
 }

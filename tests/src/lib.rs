@@ -270,3 +270,35 @@ pub fn tiny_model() -> PathBuf {
     std::fs::write(&path, TINY_MODEL_JSON).expect("write the tiny model");
     path
 }
+
+/// `command` (a [`memplan`] command) running `plan` on the [`tiny_model`] with planner
+/// `planner`, `--plugin-dir plugin_dir`, a fresh output directory and `extra` arguments.
+pub fn plan_tiny_with(
+    mut command: Command,
+    planner: &str,
+    plugin_dir: &Path,
+    extra: &[&str],
+) -> Output {
+    command
+        .arg("plan")
+        .arg(tiny_model())
+        .args(["--planner", planner, "--plugin-dir"])
+        .arg(plugin_dir)
+        .arg("--out")
+        .arg(temp_dir("plan-out"))
+        .args(extra)
+        .output()
+        .expect("failed to start memplan")
+}
+
+/// [`plan_tiny_with`] a plain [`memplan`] command.
+pub fn plan_tiny(planner: &str, plugin_dir: &Path, extra: &[&str]) -> Output {
+    plan_tiny_with(memplan(), planner, plugin_dir, extra)
+}
+
+/// Asserts that memplan exited with `code` (so it was not killed by a signal) and returns what
+/// it wrote on stderr.
+pub fn failed_with(output: &Output, code: i32) -> String {
+    assert_eq!(output.status.code(), Some(code), "{}", describe(output));
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}

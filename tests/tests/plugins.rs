@@ -7,8 +7,8 @@
 use std::path::Path;
 
 use memplan_tests::{
-    build_fixture_plugin, describe, fixture_plugin, library_file_name, memplan, plugin_api_copy,
-    plugin_dir, plugin_dir_with, run_memplan, temp_dir, tiny_model,
+    build_fixture_plugin, describe, failed_with, fixture_plugin, library_file_name, memplan,
+    plan_tiny, plugin_api_copy, plugin_dir, plugin_dir_with, run_memplan, temp_dir,
 };
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -39,21 +39,6 @@ fn planners_json_of(
     (document, output)
 }
 
-/// Runs `memplan plan` on the tiny model with planner `name`, `--plugin-dir dir` and `extra`
-/// arguments, writing into a fresh output directory.
-fn plan_tiny(name: &str, dir: &Path, extra: &[&str]) -> std::process::Output {
-    memplan()
-        .arg("plan")
-        .arg(tiny_model())
-        .args(["--planner", name, "--plugin-dir"])
-        .arg(dir)
-        .arg("--out")
-        .arg(temp_dir("plan-out"))
-        .args(extra)
-        .output()
-        .expect("start memplan")
-}
-
 fn planner<'a>(document: &'a Value, name: &str) -> Option<&'a Value> {
     document["planners"]
         .as_array()
@@ -79,12 +64,6 @@ fn keys(object: &Value) -> Vec<&str> {
 
 fn stderr(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-/// Asserts that memplan exited with `code` and returns what it wrote on stderr.
-fn failed_with(output: &std::process::Output, code: i32) -> String {
-    assert_eq!(output.status.code(), Some(code), "{}", describe(output));
-    stderr(output)
 }
 
 #[test]

@@ -62,7 +62,9 @@ pub struct BenchRow {
 
 pub fn run(args: &BenchArgs, show_progress: bool) -> Result<ExitCode> {
     let planners = parse_planner_list(&args.planner)?;
-    let registry = Registry::discover(&args.plugins.plugin_dirs)?;
+    let trust = super::trust_policy(&args.plugins)?;
+    let selected: Vec<&str> = planners.iter().map(String::as_str).collect();
+    let registry = Registry::discover(&args.plugins.plugin_dirs, &trust, &selected)?;
     let limits = RunLimits::from_timeout_seconds(args.timeout)?;
     let mut progress = Progress::new(
         args.inputs.len() * planners.len() * args.runs as usize,

@@ -5,11 +5,11 @@ use std::time::{Duration, Instant};
 
 use abi_stable::std_types::RString;
 
-use crate::cli::{Format, PlanArgs};
+use crate::cli::{Format, PlanArgs, Verbosity};
 use crate::commands::select;
 use crate::emit::summary::{self, RunReport};
 use crate::error::{Error, Result};
-use crate::registry::{Registry, RunLimits};
+use crate::registry::{Isolation, Registry, RunLimits};
 use crate::render::RenderOptions;
 use crate::{check, emit, render};
 
@@ -25,7 +25,7 @@ fn timed<T>(
     result
 }
 
-pub fn run(args: &PlanArgs) -> Result<ExitCode> {
+pub fn run(args: &PlanArgs, verbosity: Verbosity) -> Result<ExitCode> {
     // Mistakes in the output options, a wrong planner name or a broken plugin are reported
     // before the model is read and planned, which may take long.
     let mut render_options = RenderOptions {
@@ -36,12 +36,19 @@ pub fn run(args: &PlanArgs) -> Result<ExitCode> {
     render::check_options(&render_options)?;
     emit::check_destination(&args.out)?;
     let limits = RunLimits::from_timeout_seconds(args.timeout)?;
-    let registry = Registry::discover(&args.plugins.plugin_dirs)?;
+    let trust = super::trust_policy(&args.plugins)?;
     let names = select::parse_planner_list(&args.planner)?;
+    let selected: Vec<&str> = names.iter().map(String::as_str).collect();
+    let registry = Registry::discover(&args.plugins.plugin_dirs, &trust, &selected)?;
     let planners = names
         .iter()
         .map(|name| registry.find(name))
         .collect::<Result<Vec<_>>>()?;
+    let isolation = args.isolate.then_some(Isolation {
+        allow_insecure: args.plugins.allow_insecure_plugins,
+        verbose: verbosity.verbose,
+        quiet: verbosity.quiet,
+    });
 
     let mut timings = Vec::new();
     let mut analysis = timed(&mut timings, "read+analyze", || {
@@ -57,7 +64,12 @@ pub fn run(args: &PlanArgs) -> Result<ExitCode> {
             .iter()
             .position(|n| n == name)
             .expect("name from the list");
-        let plan = planners[index].run(&analysis.request, &limits)?;
+        let plan = match &isolation {
+            Some(isolation) => {
+                planners[index].run_isolated(&analysis.request, &limits, isolation)?
+            }
+            None => planners[index].run(&analysis.request, &limits)?,
+        };
         let check_start = Instant::now();
         let checked = check::check_plan(&analysis, plan).map_err(|violations| {
             let error = Error::from(violations);

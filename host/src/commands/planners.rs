@@ -32,7 +32,8 @@ struct RejectedRecord<'a> {
 }
 
 pub fn run(args: &PlannersArgs) -> Result<ExitCode> {
-    let registry = Registry::discover(&args.plugins.plugin_dirs)?;
+    let trust = super::trust_policy(&args.plugins)?;
+    let registry = Registry::discover(&args.plugins.plugin_dirs, &trust, &[])?;
     let text = match args.format {
         Format::Json => json_listing(&registry)?,
         Format::Text => text_listing(&registry),

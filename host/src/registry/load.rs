@@ -1,10 +1,10 @@
-//! Loading one plugin file: hash it, open it with the dynamic loader, check its ABI and
-//! initialize its root module.
+//! Loading one plugin file: open it with the dynamic loader, check its ABI and initialize its
+//! root module.
 //!
-//! This is deliberately separate from the directory scan so that stricter loading (hash
-//! pinning, refusing group/other-writable files, loading the very bytes that were hashed via
-//! `/proc/self/fd/N`, or loading in a child process) can wrap or replace [`load_plugin`]
-//! without touching discovery.
+//! This is deliberately separate from the directory scan: the file arrives already opened,
+//! permission-checked and hashed by [`trust`](super::trust), and is loaded through its open
+//! descriptor so that the bytes checked are the bytes loaded; the `--isolate` worker loads its
+//! one file the same way.
 //!
 //! Libraries are opened with abi_stable's `RawLibrary` and then leaked *before* anything else
 //! is looked at: Rust `cdylib`s with thread-local destructors crash on `dlclose`, and that
@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 
 use abi_stable::library::{lib_header_from_raw_library, LibraryError, RawLibrary};
 use memplan_plugin_api::{PluginModuleRef, ABI_VERSION};
-use sha2::{Digest, Sha256};
+
+use super::trust::OpenedPlugin;
 
 /// A plugin file as found on disk.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,22 +25,6 @@ pub struct PluginFile {
     pub path: PathBuf,
     /// SHA-256 of the file's bytes when it was loaded, lowercase hex.
     pub sha256: String,
-}
-
-impl PluginFile {
-    /// Reads and hashes `path`.
-    pub fn read(path: &Path) -> std::io::Result<PluginFile> {
-        let bytes = std::fs::read(path)?;
-        Ok(PluginFile {
-            path: path.to_path_buf(),
-            sha256: sha256_hex(&bytes),
-        })
-    }
-}
-
-/// Lowercase hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    format!("{:x}", Sha256::digest(bytes))
 }
 
 /// Why a file did not yield a plugin.
@@ -56,18 +41,20 @@ pub enum LoadFailure {
     },
 }
 
-/// Hashes, opens and initializes one plugin file. The library stays loaded for the rest of
-/// the process.
-pub fn load_plugin(path: &Path) -> Result<(PluginFile, PluginModuleRef), LoadFailure> {
-    let file = PluginFile::read(path).map_err(|error| LoadFailure::Rejected {
-        reason: format!("cannot be read: {error}"),
-        detail: None,
-    })?;
-    let module = open_module(path)?;
+/// Loads and initializes one opened plugin file. The library stays loaded for the rest of the
+/// process.
+pub fn load_plugin(opened: OpenedPlugin) -> Result<(PluginFile, PluginModuleRef), LoadFailure> {
+    let file = PluginFile {
+        path: opened.path.clone(),
+        sha256: opened.sha256.clone(),
+    };
+    let module = open_module(&opened.into_load_path())?;
     Ok((file, module))
 }
 
-fn open_module(path: &Path) -> Result<PluginModuleRef, LoadFailure> {
+/// Opens the library at `path` (for a checked file, its `/proc/self/fd/N`) and initializes its
+/// root module.
+pub fn open_module(path: &Path) -> Result<PluginModuleRef, LoadFailure> {
     let library = RawLibrary::load_at(path).map_err(describe_failure)?;
     // Leaked on purpose: never unloaded (see the module docs).
     let library: &'static RawLibrary = Box::leak(Box::new(library));
@@ -177,14 +164,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sha256_matches_a_known_vector() {
-        assert_eq!(
-            sha256_hex(b"abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
-    }
-
-    #[test]
     fn the_mismatched_type_is_named_from_the_layout_report() {
         // The shape of abi_stable's report: blocks of matching types, then the mismatch.
         let report = "0 error(s)inside:\n    field_name:0\n    type:PluginModule\n\
@@ -210,7 +189,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(format!("garbage{}", std::env::consts::DLL_SUFFIX));
         std::fs::write(&path, b"not a shared library").unwrap();
-        match load_plugin(&path) {
+        let opened = OpenedPlugin::open(&path, true).unwrap();
+        match load_plugin(opened) {
             Err(LoadFailure::Rejected { reason, .. }) => {
                 assert!(reason.contains("dynamic loader"), "{reason}")
             }

@@ -12,11 +12,18 @@
 //! - files that are not memplan plugins are skipped; files that are, but cannot be used
 //!   (wrong ABI, cannot be opened), are kept as [`Rejected`] with a one-line reason.
 //!
+//! Before the loader sees a file, [`trust`] opens, permission-checks and hashes it under the
+//! user's [`TrustPolicy`]: insecure files are rejected, and when every selected planner is
+//! pinned to a SHA-256, files with other hashes are not loaded at all. A pinned planner found
+//! in a file with another hash is rejected. [`isolate`] runs a planner in a worker process.
+//!
 //! Libraries are never unloaded, so planner handles stay valid for the whole process.
 
+pub mod isolate;
 pub mod load;
 pub mod run;
 pub mod search;
+pub mod trust;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,9 +32,11 @@ use std::sync::Arc;
 use memplan_plugin_api::{MemoryPlan, PlanRequest, PlannerEntry};
 
 use crate::error::{Error, Result};
-pub use load::{load_plugin, sha256_hex, LoadFailure, PluginFile};
-pub use run::{run_planner, RunLimits};
+pub use isolate::{plan_in_worker, WorkerJob, WorkerReply};
+pub use load::{load_plugin, open_module, LoadFailure, PluginFile};
+pub use run::{call_planner, run_planner, RunLimits};
 pub use search::{candidate_files, executable_dir, search_path, PLUGIN_PATH_VAR};
+pub use trust::{OpenedPlugin, TrustPolicy};
 
 /// One planner exported by a loaded plugin.
 #[derive(Clone)]
@@ -57,6 +66,40 @@ impl PlannerHandle {
         let origin = self.file.path.display().to_string();
         run_planner(&self.name, &origin, &self.entry, request, limits)
     }
+
+    /// Runs this planner in a worker process (`--isolate`, see [`isolate`]); its failures map
+    /// onto exit codes as in [`PlannerHandle::run`], and a crash, exit or time-out of the
+    /// worker is exit 4.
+    pub fn run_isolated(
+        &self,
+        request: &PlanRequest,
+        limits: &RunLimits,
+        isolation: &Isolation,
+    ) -> Result<MemoryPlan> {
+        let job = WorkerJob {
+            planner: &self.name,
+            plugin_file: &self.file.path,
+            sha256: &self.file.sha256,
+            allow_insecure: isolation.allow_insecure,
+            timeout: limits.timeout,
+            verbose: isolation.verbose,
+            quiet: isolation.quiet,
+        };
+        let started = std::time::Instant::now();
+        let answer = plan_in_worker(&job, request)?;
+        let origin = self.file.path.display().to_string();
+        run::planner_outcome(&self.name, &origin, answer, limits, started.elapsed())
+    }
+}
+
+/// What a worker process inherits from the host's command line.
+#[derive(Clone, Debug, Default)]
+pub struct Isolation {
+    /// `--allow-insecure-plugins`.
+    pub allow_insecure: bool,
+    /// `-v` count and `-q`.
+    pub verbose: u8,
+    pub quiet: bool,
 }
 
 impl std::fmt::Debug for PlannerHandle {
@@ -93,35 +136,55 @@ pub struct Registry {
     planners: Vec<PlannerHandle>,
     rejected: Vec<Rejected>,
     claims: BTreeMap<String, Claim>,
+    trust: TrustPolicy,
+    /// Every candidate file that could be opened, with its SHA-256, loaded or not: what a
+    /// pin could have named.
+    hashed: Vec<(PathBuf, String)>,
 }
 
 impl Registry {
     /// Scans the search path built from `plugin_dirs` (the `--plugin-dir` flags),
-    /// `MEMPLAN_PLUGIN_PATH` and the executable's directory.
-    pub fn discover(plugin_dirs: &[PathBuf]) -> Result<Registry> {
+    /// `MEMPLAN_PLUGIN_PATH` and the executable's directory, loading what `trust` allows for
+    /// running the planners named in `selected` (empty: no particular planner).
+    pub fn discover(
+        plugin_dirs: &[PathBuf],
+        trust: &TrustPolicy,
+        selected: &[&str],
+    ) -> Result<Registry> {
         let env_path = std::env::var_os(PLUGIN_PATH_VAR);
         let searched = search_path(
             plugin_dirs,
             env_path.as_deref(),
             executable_dir().as_deref(),
         )?;
-        Ok(Registry::scan(searched))
+        Ok(Registry::scan_with(searched, trust, selected))
     }
 
-    /// Loads every candidate file of `searched`, in order.
+    /// Loads every candidate file of `searched`, in order, under the default trust policy
+    /// (insecure files refused, nothing pinned).
     pub fn scan(searched: Vec<PathBuf>) -> Registry {
+        Registry::scan_with(searched, &TrustPolicy::default(), &[])
+    }
+
+    /// Loads every candidate file of `searched` that `trust` allows, in order.
+    pub fn scan_with(searched: Vec<PathBuf>, trust: &TrustPolicy, selected: &[&str]) -> Registry {
         let mut registry = Registry {
             searched: Vec::new(),
+            trust: trust.clone(),
             ..Registry::default()
         };
+        let required: Option<Vec<String>> = trust
+            .required_hashes(selected)
+            .map(|pins| pins.into_iter().map(|pin| pin.sha256.clone()).collect());
         for dir in &searched {
-            registry.scan_directory(dir);
+            registry.scan_directory(dir, required.as_deref());
         }
         registry.searched = searched;
         registry
     }
 
-    fn scan_directory(&mut self, dir: &Path) {
+    /// Loads the candidate files of `dir`; with `required`, only those with one of its hashes.
+    fn scan_directory(&mut self, dir: &Path, required: Option<&[String]>) {
         let files = match candidate_files(dir) {
             Ok(files) => files,
             Err(error) => {
@@ -136,7 +199,24 @@ impl Registry {
         // any of them is registered.
         let mut by_name: BTreeMap<String, Vec<PlannerHandle>> = BTreeMap::new();
         for path in files {
-            match load_plugin(&path) {
+            let opened = match OpenedPlugin::open(&path, self.trust.allow_insecure) {
+                Ok(opened) => opened,
+                Err(reason) => {
+                    tracing::warn!("{}: {reason}", path.display());
+                    self.rejected.push(Rejected { path, reason });
+                    continue;
+                }
+            };
+            self.hashed.push((path.clone(), opened.sha256.clone()));
+            if required.is_some_and(|hashes| !hashes.contains(&opened.sha256)) {
+                tracing::debug!(
+                    "{}: not loaded, its SHA-256 {} is not pinned for the selected planner",
+                    path.display(),
+                    opened.sha256
+                );
+                continue;
+            }
+            match load_plugin(opened) {
                 Ok((file, module)) => {
                     let file = Arc::new(file);
                     let entries = module.planners();
@@ -157,6 +237,14 @@ impl Registry {
                                      to --planner",
                                     handle.name
                                 ),
+                            });
+                            continue;
+                        }
+                        if let Some(reason) = self.trust.check_planner(&handle.name, &file.sha256) {
+                            tracing::warn!("{}: {reason}", path.display());
+                            self.rejected.push(Rejected {
+                                path: path.clone(),
+                                reason,
                             });
                             continue;
                         }
@@ -264,8 +352,43 @@ impl Registry {
                  {}; remove all but one, or put the one you want in an earlier --plugin-dir",
                 join_paths(paths)
             ))),
-            None => Err(Error::plugin(self.unknown_planner_message(name))),
+            None => match self.trust.pin(name) {
+                Some(pin) => Err(Error::plugin(self.pinned_planner_missing(name, pin))),
+                None => Err(Error::plugin(self.unknown_planner_message(name))),
+            },
         }
+    }
+
+    /// Where discovery looked, for messages.
+    fn searched_description(&self) -> String {
+        if self.searched.is_empty() {
+            "no plugin directory exists".to_string()
+        } else {
+            format!("searched {}", join_paths(&self.searched))
+        }
+    }
+
+    /// The message for a pinned planner that no file with its pinned hash exports.
+    fn pinned_planner_missing(&self, name: &str, pin: &trust::Pin) -> String {
+        let candidates = match self.hashed.as_slice() {
+            [] => "no candidate files were found".to_string(),
+            files => format!(
+                "candidate files: {}",
+                files
+                    .iter()
+                    .map(|(path, sha256)| format!("{} (SHA-256 {sha256})", path.display()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let searched = self.searched_description();
+        format!(
+            "planner `{name}` is pinned to SHA-256 {} by {}, but no plugin file with that \
+             SHA-256 exports it, so it was not loaded; {candidates}; {searched}. Put the \
+             pinned file on the search path, or update the pin if the plugin was updated on \
+             purpose",
+            pin.sha256, pin.source
+        )
     }
 
     /// Runs the planner called `name`.
@@ -290,11 +413,7 @@ impl Registry {
                     .join(", ")
             ),
         };
-        let searched = if self.searched.is_empty() {
-            "no plugin directory exists".to_string()
-        } else {
-            format!("searched {}", join_paths(&self.searched))
-        };
+        let searched = self.searched_description();
         let rejected = match self.rejected.len() {
             0 => String::new(),
             count => format!(

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use abi_stable::std_types::RStr;
 use memplan_plugin_api::{
-    HostContext, LogLevel, MemoryPlan, PlanErrorKind, PlanRequest, PlannerEntry,
+    HostContext, LogLevel, MemoryPlan, PlanError, PlanErrorKind, PlanRequest, PlannerEntry,
 };
 
 use crate::error::{Error, ErrorKind, Result};
@@ -106,7 +106,7 @@ extern "C" fn remaining_ms(state_ptr: *const c_void) -> u64 {
 
 /// How long past its deadline a planner may take to notice `should_stop` and return: a tenth
 /// of the timeout, at least one second.
-fn grace_period(timeout: Duration) -> Duration {
+pub(crate) fn grace_period(timeout: Duration) -> Duration {
     (timeout / 10).max(Duration::from_secs(1))
 }
 
@@ -129,8 +129,7 @@ impl Watchdog {
 }
 
 /// Runs the planner `entry` (called `name`, loaded from `origin`) on `request` within
-/// `limits`, and maps its failure onto memplan's error kinds: does-not-fit is exit 5, an
-/// invalid request exit 2, a panic, failure or cancellation exit 4.
+/// `limits`, and maps its failure onto memplan's error kinds (see [`planner_outcome`]).
 pub fn run_planner(
     name: &str,
     origin: &str,
@@ -139,20 +138,14 @@ pub fn run_planner(
     limits: &RunLimits,
 ) -> Result<MemoryPlan> {
     let started = Instant::now();
-    let state = RunState {
-        planner: name,
-        deadline: limits
-            .timeout
-            .and_then(|timeout| started.checked_add(timeout)),
-    };
-    let context = state.context();
     tracing::debug!(planner = %name, "running planner from {origin}");
     // A planner that ignores `should_stop` cannot be interrupted in-process; past the deadline
     // plus a grace period the host gives up on it and exits with the plugin-failure code.
     let _watchdog = limits.timeout.map(|timeout| {
         let message = format!(
             "memplan: error: planner `{name}` ({origin}) did not stop within {} s of its \
-             --timeout of {} s; it ignores the host's stop request (report it to its authors)",
+             --timeout of {} s; it ignores the host's stop request. Rerun with --isolate, \
+             which can stop it, and report it to its authors",
             grace_period(timeout).as_secs_f64(),
             timeout.as_secs_f64()
         );
@@ -161,9 +154,40 @@ pub fn run_planner(
             std::process::exit(i32::from(ErrorKind::Plugin.exit_code()));
         })
     });
-    let result = (entry.plan)(request, &context).into_result();
-    let elapsed = started.elapsed();
-    match result {
+    let answer = call_planner(name, entry, request, limits);
+    planner_outcome(name, origin, answer, limits, started.elapsed())
+}
+
+/// Calls the planner `entry` (called `name`) on `request` with a host context whose deadline
+/// is `limits.timeout` from now, and returns its own answer. No watchdog: the `--isolate`
+/// worker uses this directly, and its host enforces the time limit.
+pub fn call_planner(
+    name: &str,
+    entry: &PlannerEntry,
+    request: &PlanRequest,
+    limits: &RunLimits,
+) -> std::result::Result<MemoryPlan, PlanError> {
+    let state = RunState {
+        planner: name,
+        deadline: limits
+            .timeout
+            .and_then(|timeout| Instant::now().checked_add(timeout)),
+    };
+    let context = state.context();
+    (entry.plan)(request, &context).into_result()
+}
+
+/// Maps the answer of planner `name` (loaded from `origin`) after `elapsed` onto memplan's
+/// errors: does-not-fit is exit 5, an invalid request exit 2, a panic, failure or
+/// cancellation exit 4.
+pub fn planner_outcome(
+    name: &str,
+    origin: &str,
+    answer: std::result::Result<MemoryPlan, PlanError>,
+    limits: &RunLimits,
+    elapsed: Duration,
+) -> Result<MemoryPlan> {
+    match answer {
         Ok(plan) => {
             tracing::info!(
                 planner = %name,
@@ -191,20 +215,18 @@ pub fn run_planner(
                 "planner `{name}` ({origin}) failed: {}",
                 error.message
             )),
-            PlanErrorKind::Cancelled => {
-                let hint = match limits.timeout {
-                    Some(timeout) if state.remaining() == Some(Duration::ZERO) => format!(
-                        " (the --timeout of {} s ran out; give it more time or pick a faster \
-                         planner)",
-                        timeout.as_secs_f64()
-                    ),
-                    _ => String::new(),
-                };
-                Error::plugin(format!(
-                    "planner `{name}` stopped without a plan: {}{hint}",
+            PlanErrorKind::Cancelled => match limits.timeout {
+                Some(timeout) if elapsed >= timeout => Error::plugin(format!(
+                    "planner `{name}` stopped at the time limit ({} s, --timeout) without a \
+                     plan: {}; give it more time or pick a faster planner",
+                    timeout.as_secs_f64(),
                     error.message
-                ))
-            }
+                )),
+                _ => Error::plugin(format!(
+                    "planner `{name}` stopped without a plan: {}",
+                    error.message
+                )),
+            },
         }),
     }
 }

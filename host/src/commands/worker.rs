@@ -1,0 +1,101 @@
+//! `memplan __plan-worker` (hidden): the child side of `memplan plan --isolate`.
+//!
+//! Reads a `PlanRequest` as JSON on stdin, loads the one plugin file it is given — after the
+//! same trust checks as the host, and only if its SHA-256 is still the one the host saw —
+//! runs the planner with a host context (logs to the inherited stderr, deadline from
+//! `--timeout`) and writes to stdout the started line when it calls the planner, then one
+//! `WorkerReply` as JSON. It exits 0 whenever it could
+//! write a reply: how the run went is in the reply, and anything else (a signal, another exit
+//! status, no reply) is the plugin's doing, which the host reports.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
+use std::os::fd::AsFd;
+use std::process::ExitCode;
+
+use memplan_plugin_api::PlanRequest;
+
+use crate::cli::WorkerArgs;
+use crate::error::{Error, Result};
+use crate::registry::isolate::{WorkerReply, STARTED_LINE};
+use crate::registry::trust::OpenedPlugin;
+use crate::registry::{call_planner, open_module, LoadFailure, RunLimits};
+
+pub fn run(args: &WorkerArgs) -> Result<ExitCode> {
+    let mut reply_out = reserve_stdout_for_the_reply()?;
+    let reply = serve(args, &mut reply_out).unwrap_or_else(|error| WorkerReply::failed(&error));
+    let mut reply_out = BufWriter::new(reply_out);
+    serde_json::to_writer(&mut reply_out, &reply)
+        .map_err(std::io::Error::from)
+        .and_then(|()| reply_out.flush())
+        .map_err(|error| Error::internal(format!("worker: cannot write the reply: {error}")))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Loads the plugin and runs the planner, telling the host on `reply_out` when the planner
+/// starts; errors become a `failed` reply.
+fn serve(args: &WorkerArgs, reply_out: &mut File) -> Result<WorkerReply> {
+    let limits = RunLimits::from_timeout_seconds(args.timeout)?;
+    let request: PlanRequest = serde_json::from_reader(BufReader::new(std::io::stdin().lock()))
+        .map_err(|error| Error::internal(format!("worker: unreadable plan request: {error}")))?;
+
+    let path = &args.plugin_file;
+    let opened = OpenedPlugin::open(path, args.allow_insecure_plugins)
+        .map_err(|reason| Error::plugin(format!("{}: {reason}", path.display())))?;
+    if opened.sha256 != args.sha256 {
+        return Err(Error::plugin(format!(
+            "{} changed after memplan checked it (SHA-256 {} then, {} now); not loaded",
+            path.display(),
+            args.sha256,
+            opened.sha256
+        )));
+    }
+    let module = open_module(&opened.into_load_path()).map_err(|failure| {
+        let reason = match failure {
+            LoadFailure::NotAPlugin { detail } => format!("not a memplan plugin ({detail})"),
+            LoadFailure::Rejected { reason, .. } => reason,
+        };
+        Error::plugin(format!("{}: {reason}", path.display()))
+    })?;
+    let planners = module.planners();
+    let entry = planners
+        .iter()
+        .find(|entry| entry.name.as_str() == args.planner)
+        .ok_or_else(|| {
+            Error::plugin(format!(
+                "{} does not export planner `{}`",
+                path.display(),
+                args.planner
+            ))
+        })?;
+    writeln!(reply_out, "{STARTED_LINE}")
+        .map_err(|error| Error::internal(format!("worker: cannot write to the host: {error}")))?;
+    Ok(
+        match call_planner(&args.planner, entry, &request, &limits) {
+            Ok(plan) => WorkerReply::Plan(plan),
+            Err(error) => WorkerReply::Error(error),
+        },
+    )
+}
+
+/// Keeps the process's stdout for the reply alone and points file descriptor 1 at stderr, so
+/// that whatever a plugin prints (it might `println!`) goes to the user's terminal instead of
+/// corrupting the reply.
+fn reserve_stdout_for_the_reply() -> Result<File> {
+    let cannot = |error: std::io::Error| {
+        Error::internal(format!("worker: cannot set up its output: {error}"))
+    };
+    let reply = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(cannot)?;
+    extern "C" {
+        fn dup2(old: std::ffi::c_int, new: std::ffi::c_int) -> std::ffi::c_int;
+    }
+    // SAFETY: dup2 on the process's own standard descriptors; Rust's stdout buffer is empty
+    // (nothing was printed yet), so no buffered bytes change destination.
+    if unsafe { dup2(2, 1) } < 0 {
+        return Err(cannot(std::io::Error::last_os_error()));
+    }
+    Ok(File::from(reply))
+}

@@ -1,0 +1,236 @@
+//! `--isolate` and `--timeout`, end to end: the real `memplan` binary runs the misbehaving
+//! fixture planners (tests/fixtures/plugins/misbehaving) and must survive every one of them,
+//! exit 4 and say what happened.
+//!
+//! Most tests run `memplan plan` on the tiny model; the worker tests at the end speak the
+//! worker protocol directly.
+
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use memplan_tests::{
+    describe, failed_with, fixture_plugin, library_file_name, memplan, plan_tiny, plugin_dir_with,
+};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// A plugin directory holding the misbehaving fixture (one per test, so tests run in
+/// parallel without sharing files).
+fn misbehaving_dir(label: &str) -> PathBuf {
+    let library = fixture_plugin("misbehaving");
+    plugin_dir_with(label, &[(&library, &library_file_name("misbehaving"))])
+}
+
+/// `memplan plan` on the tiny model with planner `name` from the misbehaving fixture.
+fn plan(name: &str, extra: &[&str]) -> Output {
+    plan_tiny(name, &misbehaving_dir(name), extra)
+}
+
+/// Runs planner `name` isolated and checks the exit-4 message names it and says `what`.
+fn isolated_failure(name: &str, what: &str) -> String {
+    let output = plan(name, &["--isolate"]);
+    let message = failed_with(&output, 4);
+    assert!(
+        message.contains(&format!("memplan: error: planner `{name}` (")),
+        "{message}"
+    );
+    assert!(message.contains(what), "{message}");
+    message
+}
+
+#[test]
+fn a_segfault_in_a_planner_is_reported_with_the_signal() {
+    isolated_failure(
+        "fixture-segfaults",
+        "signal 11, SIGSEGV (segmentation fault)",
+    );
+}
+
+#[test]
+fn an_abort_in_a_planner_is_reported_with_the_signal() {
+    isolated_failure("fixture-aborts", "SIGABRT (abort)");
+}
+
+#[test]
+fn a_planner_that_exits_is_reported_with_the_exit_status() {
+    isolated_failure("fixture-exits", "exit status 7");
+}
+
+#[test]
+fn a_panic_in_an_isolated_planner_keeps_its_message() {
+    isolated_failure(
+        "fixture-panics",
+        "fixture planner gave up on purpose (2 tensors)",
+    );
+}
+
+#[test]
+fn an_isolated_planner_past_the_timeout_is_killed() {
+    let started = Instant::now();
+    let output = plan("fixture-hangs", &["--isolate", "--timeout", "0.5"]);
+    let message = failed_with(&output, 4);
+    assert!(message.contains("planner `fixture-hangs`"), "{message}");
+    assert!(
+        message.contains("did not finish within the time limit of 0.5 s"),
+        "{message}"
+    );
+    // 0.5 s plus the 1 s kill grace, with room for a slow machine.
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn an_isolated_cooperative_planner_reports_the_time_limit() {
+    let output = plan(
+        "fixture-cooperative-slow",
+        &["--isolate", "--timeout", "0.5"],
+    );
+    let message = failed_with(&output, 4);
+    assert!(
+        message.contains("planner `fixture-cooperative-slow` stopped at the time limit (0.5 s"),
+        "{message}"
+    );
+    assert!(message.contains("asked to stop after"), "{message}");
+}
+
+#[test]
+fn a_cooperative_planner_stops_at_the_timeout_in_process() {
+    let output = plan("fixture-cooperative-slow", &["--timeout", "1"]);
+    let message = failed_with(&output, 4);
+    assert!(
+        message.contains("planner `fixture-cooperative-slow` stopped at the time limit (1 s"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_planner_ignoring_the_timeout_in_process_is_given_up_on_quickly() {
+    let started = Instant::now();
+    let output = plan("fixture-hangs", &["--timeout", "1"]);
+    let message = failed_with(&output, 4);
+    assert!(message.contains("planner `fixture-hangs`"), "{message}");
+    assert!(message.contains("Rerun with --isolate"), "{message}");
+    // 1 s plus the 1 s grace period, with room for a slow machine.
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn an_incomplete_plan_is_rejected_by_the_checker() {
+    for isolate in [false, true] {
+        let extra: &[&str] = if isolate { &["--isolate"] } else { &[] };
+        let output = plan("fixture-incomplete", extra);
+        failed_with(&output, 3);
+    }
+}
+
+#[test]
+fn an_overlapping_plan_is_rejected_by_the_checker() {
+    for isolate in [false, true] {
+        let extra: &[&str] = if isolate { &["--isolate"] } else { &[] };
+        let output = plan("fixture-overlapping", extra);
+        failed_with(&output, 3);
+    }
+}
+
+#[test]
+fn a_chatty_planner_is_heard_tagged_with_its_name_and_still_plans() {
+    for isolate in [false, true] {
+        let extra: &[&str] = if isolate {
+            &["-v", "--isolate"]
+        } else {
+            &["-v"]
+        };
+        let output = plan("fixture-chatty", extra);
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        let log = String::from_utf8_lossy(&output.stderr);
+        let lines: Vec<&str> = log
+            .lines()
+            .filter(|line| line.contains("chatty line "))
+            .collect();
+        assert_eq!(lines.len(), 10_000, "isolate: {isolate}");
+        assert!(
+            lines
+                .iter()
+                .all(|line| line.contains("planner=fixture-chatty")),
+            "isolate: {isolate}: {}",
+            lines[0]
+        );
+        assert!(lines[9_999].contains("chatty line 10000 of 10000"));
+    }
+}
+
+/// A plan request of two 64-byte scratch tensors live at the same step, in one SRAM.
+const WORKER_REQUEST: &str = r#"{
+  "tensors": [
+    {"id": "a", "kind": "input", "size": 64, "alignment": 16, "lifetime": {"first": 0, "last": 0},
+     "alias_of": null, "fixed_offset": null, "memory": null, "source_memory": null},
+    {"id": "b", "kind": "output", "size": 64, "alignment": 16, "lifetime": {"first": 0, "last": 0},
+     "alias_of": null, "fixed_offset": null, "memory": null, "source_memory": null}
+  ],
+  "memories": [
+    {"name": "SRAM", "budget": null, "writable": true, "scratch_order": 0, "arena_alignment": 16}
+  ],
+  "num_steps": 1,
+  "options": "{}"
+}"#;
+
+/// Runs the hidden worker subcommand on [`WORKER_REQUEST`] with planner `name` of the
+/// misbehaving fixture, claiming the file's SHA-256 is `sha256` (the real one when `None`).
+fn run_worker(name: &str, sha256: Option<&str>) -> Output {
+    let dir = misbehaving_dir(&format!("worker-{name}"));
+    let file = dir.join(library_file_name("misbehaving"));
+    let real = format!("{:x}", Sha256::digest(std::fs::read(&file).unwrap()));
+    let mut child = memplan()
+        .args(["__plan-worker", "--planner", name, "--plugin-file"])
+        .arg(&file)
+        .args(["--sha256", sha256.unwrap_or(&real)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the worker");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(WORKER_REQUEST.as_bytes())
+        .unwrap();
+    child.wait_with_output().expect("wait for the worker")
+}
+
+#[test]
+fn the_worker_announces_the_planner_call_then_replies_with_json() {
+    let output = run_worker("fixture-incomplete", None);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let reply = stdout
+        .strip_prefix("started\n")
+        .unwrap_or_else(|| panic!("no started line: {}", describe(&output)));
+    let reply: Value = serde_json::from_str(reply).expect("the reply is JSON");
+    // The incomplete fixture drops the second of the two allocations.
+    let allocations = reply["plan"]["allocations"].as_array().expect("a plan");
+    assert_eq!(allocations.len(), 1, "{reply}");
+}
+
+#[test]
+fn the_worker_refuses_a_file_whose_hash_changed() {
+    let output = run_worker("fixture-incomplete", Some(&"0".repeat(64)));
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let reply: Value = serde_json::from_slice(&output.stdout).expect("the reply is JSON");
+    assert_eq!(reply["failed"]["exit_code"], 4, "{reply}");
+    let message = reply["failed"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("changed after memplan checked it"),
+        "{message}"
+    );
+}
+
+#[test]
+fn the_worker_does_not_hide_a_crash() {
+    let output = run_worker("fixture-segfaults", None);
+    assert_eq!(output.status.signal(), Some(11), "{}", describe(&output));
+    // The planner was called, and no reply followed.
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "started\n");
+}
