@@ -6,14 +6,16 @@
 //! change a role, shrink an arena, misalign — and every mutated plan must be rejected with the
 //! violation kind that mutation causes.
 
+use std::ffi::c_void;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use memplan::analyze::Analysis;
 use memplan::check::{check_plan, ViolationKind};
 use memplan_plugin_api::abi_stable::library::lib_header_from_path;
-use memplan_plugin_api::abi_stable::std_types::{RNone, RSome, RString, RVec};
+use memplan_plugin_api::abi_stable::std_types::{RNone, RSome, RStr, RString, RVec};
 use memplan_plugin_api::{
-    AliasOf, ArenaRole, HostContext, Lifetime, MemoryPlan, MemoryRequest, PlanRequest,
+    AliasOf, ArenaRole, HostContext, Lifetime, LogLevel, MemoryPlan, MemoryRequest, PlanRequest,
     PlannerEntry, PluginModuleRef, TensorKind, TensorRequest,
 };
 
@@ -335,6 +337,36 @@ fn misalign(rng: &mut Rng, request: &PlanRequest, plan: &mut MemoryPlan) -> Opti
     }
 }
 
+/// How long each planner call may search. The property is validity, not optimality: an
+/// anytime planner (`exact`) returns its best plan so far when the host says stop.
+const PLANNING_TIME: Duration = Duration::from_millis(100);
+
+extern "C" fn no_log(_: *const c_void, _: LogLevel, _: RStr<'_>) {}
+
+extern "C" fn past_deadline(state: *const c_void) -> bool {
+    // SAFETY: `state` is the `Instant` that `with_deadline` borrows for the call.
+    let deadline = unsafe { &*(state as *const Instant) };
+    Instant::now() >= *deadline
+}
+
+extern "C" fn ms_to_deadline(state: *const c_void) -> u64 {
+    // SAFETY: as in `past_deadline`.
+    let deadline = unsafe { &*(state as *const Instant) };
+    deadline
+        .saturating_duration_since(Instant::now())
+        .as_millis() as u64
+}
+
+/// A host context that asks the planner to stop at `deadline` (which must outlive the call).
+fn with_deadline(deadline: &Instant) -> HostContext {
+    HostContext {
+        state: deadline as *const Instant as *const c_void,
+        log: no_log,
+        should_stop: past_deadline,
+        remaining_ms: ms_to_deadline,
+    }
+}
+
 const MUTATIONS: [(&str, Mutation); 5] = [
     ("move an offset", move_an_offset),
     ("drop a tensor", drop_a_tensor),
@@ -357,7 +389,8 @@ fn shipped_planners_pass_the_checker_and_every_mutation_is_caught() {
         for seed in 0..SEEDS {
             let mut rng = Rng(seed);
             let analysis = analysis_of(random_request(&mut rng));
-            let plan = (planner.plan)(&analysis.request, &HostContext::detached())
+            let deadline = Instant::now() + PLANNING_TIME;
+            let plan = (planner.plan)(&analysis.request, &with_deadline(&deadline))
                 .into_result()
                 .unwrap_or_else(|error| {
                     panic!("planner {} failed on seed {seed}: {error}", planner.name)

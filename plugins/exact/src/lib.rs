@@ -330,7 +330,13 @@ pub fn improve(
             } else {
                 budget * RESTART_SHARE
             };
+            // Every restart costs at least one node of the budget and polls the deadline:
+            // one that ends at its root (0 nodes) must neither loop forever nor run late.
             while !stopped && spent < share && heights[index] > lower_bound {
+                if deadline.passed() {
+                    stopped = true;
+                    break;
+                }
                 restarts += 1;
                 let component = if restarts % 2 == 0 {
                     &components[index]
@@ -350,7 +356,7 @@ pub fn improve(
                 )
                 .with_branching(branching);
                 let end = restart.run(RESTART_UNIT * luby(restarts), deadline);
-                spent += restart.nodes();
+                spent += restart.nodes().max(1);
                 nodes += restart.nodes();
                 if let Some((found, packing)) = restart.best() {
                     if *found < heights[index] {
