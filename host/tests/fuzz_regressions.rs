@@ -1,0 +1,61 @@
+//! Regression tests for what fuzzing found (`docs/fuzzing.md`): every input that made a
+//! reader panic or allocate beyond its bound is kept under `tests/fuzz_regressions/TARGET/`,
+//! and each must now be refused with an error, without a panic, within the same allocation
+//! bound the fuzz targets check (`fuzz/src/allocation.rs`, shared by path so both measure
+//! the same way).
+
+#[path = "../../fuzz/src/allocation.rs"]
+mod allocation;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+use memplan::input::tflite::read_tflite_bytes;
+use memplan::Result;
+
+#[global_allocator]
+static ALLOCATOR: allocation::CountingAllocator = allocation::CountingAllocator;
+
+/// The stored inputs of one fuzz target, sorted by name.
+fn regressions(target: &str) -> Vec<PathBuf> {
+    let directory = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fuzz_regressions")
+        .join(target);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&directory)
+        .unwrap_or_else(|err| panic!("{}: {err}", directory.display()))
+        .map(|entry| entry.expect("directory entry").path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "{}: no inputs", directory.display());
+    files
+}
+
+/// Feeds every stored input of `target` to `read`; each must give an error, not panic,
+/// and stay within the allocation bound. Reports every failing file at once.
+fn assert_all_refused<T: std::fmt::Debug>(target: &str, read: impl Fn(&[u8], &Path) -> Result<T>) {
+    let mut failures = Vec::new();
+    for file in regressions(target) {
+        let bytes = std::fs::read(&file).expect("readable regression input");
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            allocation::within_allocation_bound(&bytes, |bytes| read(bytes, &file).map(|_| ()))
+        }));
+        match outcome {
+            Ok(Err(_)) => {}
+            Ok(Ok(())) => failures.push(format!("{}: was accepted", file.display())),
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("(no message)");
+                failures.push(format!("{}: panicked: {message}", file.display()));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn tflite_regressions_are_refused() {
+    assert_all_refused("tflite", read_tflite_bytes);
+}
