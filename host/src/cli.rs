@@ -35,6 +35,8 @@ pub enum Command {
     Planners(PlannersArgs),
     /// Check a plan file against a model.
     Check(CheckArgs),
+    /// Compare planners: arena height, lower bound, ratio and planning time per input.
+    Bench(BenchArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -119,6 +121,40 @@ pub struct CheckArgs {
     pub format: Format,
 }
 
+/// Output formats of `memplan bench`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BenchFormat {
+    Text,
+    Json,
+    Csv,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Model files: `.json` (memplan model), `.tflite`, or `.csv` (MiniMalloc).
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+    /// Planners to compare, by NAME, separated by commas.
+    #[arg(long, value_name = "NAME[,NAME...]", default_value = "greedy-bestfit")]
+    pub planner: String,
+    /// Planner options as a JSON object (given to every planner).
+    #[arg(long = "planner-options", value_name = "JSON", default_value = "{}")]
+    pub planner_options: String,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Runs of each planner per input; the median time is reported.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+    /// Stop a planner run after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+    #[command(flatten)]
+    pub plugins: PluginArgs,
+    /// Output on stdout.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: BenchFormat,
+}
+
 /// Sets up logging on stderr: warnings by default, `-v` debug, `-vv` trace, `-q` errors only.
 /// `RUST_LOG` overrides.
 fn init_logging(verbose: u8, quiet: bool) {
@@ -133,6 +169,8 @@ fn init_logging(verbose: u8, quiet: bool) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colour only on a terminal: piped logs (CI, tests, files) stay plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .without_time()
         .try_init();
 }
@@ -167,5 +205,6 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Plan(args) => commands::plan::run(&args),
         Command::Planners(args) => commands::planners::run(&args),
         Command::Check(args) => commands::check::run(&args),
+        Command::Bench(args) => commands::bench::run(&args, !cli.quiet),
     }
 }

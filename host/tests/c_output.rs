@@ -104,6 +104,7 @@ fn emit_demo(
     let options = RenderOptions {
         prefix: "demo".to_string(),
         external_arenas,
+        planner: "fixture".to_string(),
     };
     let plan = render(analysis, checked, &options).expect("render");
     let out = root.join("out");

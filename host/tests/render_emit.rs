@@ -15,6 +15,7 @@ fn options(external_arenas: bool) -> RenderOptions {
     RenderOptions {
         prefix: "demo".to_string(),
         external_arenas,
+        planner: "fixture".to_string(),
     }
 }
 

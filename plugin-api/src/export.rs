@@ -147,10 +147,8 @@ extern "C" fn plan_entry_point<P: Planner>(
         Err(payload) => {
             let recorded = LAST_PANIC.with(|last| last.borrow_mut().take());
             let message = recorded.unwrap_or_else(|| payload_message(payload.as_ref()));
-            RResult::RErr(PlanError::new(
-                PlanErrorKind::Panicked,
-                format!("planner `{}` panicked: {message}", P::NAME),
-            ))
+            // The message is the panic text alone: the host adds the planner's name and file.
+            RResult::RErr(PlanError::new(PlanErrorKind::Panicked, message))
         }
     }
 }
@@ -227,6 +225,6 @@ mod tests {
             "{}",
             error.message
         );
-        assert!(error.message.contains("panics"), "{}", error.message);
+        assert!(error.message.contains("src/export.rs"), "{}", error.message);
     }
 }

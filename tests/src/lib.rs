@@ -6,10 +6,11 @@
 //! on what `cargo test` happened to build and never wait on the outer build's lock. The
 //! plugins land beside the binary, where the default search path finds them.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// The workspace root (parent of this crate).
 pub fn workspace_root() -> PathBuf {
@@ -123,4 +124,149 @@ pub fn describe(output: &Output) -> String {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     )
+}
+
+/// The dependency line every fixture manifest uses for the plugin API (relative to the
+/// fixture); [`build_fixture_plugin`] points it at the crate to build against.
+const FIXTURE_API_DEPENDENCY: &str = r#"memplan-plugin-api = { path = "../../../../plugin-api" }"#;
+
+/// Where fixture plugins are built: outside `target/e2e/debug`, so that the default search
+/// path of the binary under test never finds them.
+pub fn fixtures_build_dir() -> PathBuf {
+    e2e_target_dir().join("fixtures")
+}
+
+/// Builds the fixture plugin `tests/fixtures/plugins/{name}` against the workspace's
+/// `plugin-api` (once per test process) and returns the library file.
+pub fn fixture_plugin(name: &str) -> PathBuf {
+    let package = format!("memplan-fixture-{name}");
+    build_fixture_plugin(name, &package, &workspace_root().join("plugin-api"))
+}
+
+/// Builds the fixture plugin `tests/fixtures/plugins/{fixture}` as Cargo package `package`
+/// against the plugin-api crate at `plugin_api`, out of tree, the way a vendor would: the
+/// fixture is copied to `target/e2e/fixtures/src/{package}` with its plugin-api dependency
+/// pointed at `plugin_api` and the workspace's `Cargo.lock` (so that no network is needed),
+/// then built into `target/e2e/fixtures/target`. Returns the library file. Builds are
+/// serialized and cached per package for the test process.
+pub fn build_fixture_plugin(fixture: &str, package: &str, plugin_api: &Path) -> PathBuf {
+    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    let mut built = BUILT
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(library) = built.get(package) {
+        return library.clone();
+    }
+
+    let source = workspace_root()
+        .join("tests")
+        .join("fixtures")
+        .join("plugins")
+        .join(fixture);
+    let copy = fixtures_build_dir().join("src").join(package);
+    let _ = std::fs::remove_dir_all(&copy);
+    copy_dir(&source.join("src"), &copy.join("src"));
+
+    let manifest = std::fs::read_to_string(source.join("Cargo.toml"))
+        .unwrap_or_else(|error| panic!("reading the {fixture} fixture manifest: {error}"));
+    let original_name = format!("name = \"memplan-fixture-{fixture}\"");
+    assert!(
+        manifest.contains(FIXTURE_API_DEPENDENCY) && manifest.contains(&original_name),
+        "fixture {fixture}: Cargo.toml must contain `{original_name}` and `{FIXTURE_API_DEPENDENCY}`"
+    );
+    let api_dependency = format!(
+        "memplan-plugin-api = {{ path = {:?} }}",
+        plugin_api.display().to_string()
+    );
+    let manifest = manifest
+        .replace(FIXTURE_API_DEPENDENCY, &api_dependency)
+        .replace(&original_name, &format!("name = \"{package}\""));
+    std::fs::write(copy.join("Cargo.toml"), manifest).expect("write fixture manifest");
+    std::fs::copy(workspace_root().join("Cargo.lock"), copy.join("Cargo.lock"))
+        .expect("copy Cargo.lock");
+
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let target = fixtures_build_dir().join("target");
+    let status = Command::new(cargo)
+        .arg("build")
+        .arg("--manifest-path")
+        .arg(copy.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target)
+        .status()
+        .expect("failed to run cargo to build a fixture plugin");
+    assert!(status.success(), "building fixture plugin {package} failed");
+    let library = target.join("debug").join(format!(
+        "{}{}{}",
+        std::env::consts::DLL_PREFIX,
+        package.replace('-', "_"),
+        std::env::consts::DLL_SUFFIX
+    ));
+    assert!(library.is_file(), "{} was not built", library.display());
+    built.insert(package.to_string(), library.clone());
+    library
+}
+
+/// A copy of the workspace's `plugin-api` crate in `target/e2e/fixtures/src/{label}`, edited
+/// by `edit` (given the copy's directory): for building plugins against a drifted ABI. The
+/// copy stays under the workspace root so that its `workspace = true` fields still resolve.
+pub fn plugin_api_copy(label: &str, edit: impl FnOnce(&Path)) -> PathBuf {
+    let copy = fixtures_build_dir().join("src").join(label);
+    let _ = std::fs::remove_dir_all(&copy);
+    let original = workspace_root().join("plugin-api");
+    copy_dir(&original.join("src"), &copy.join("src"));
+    std::fs::copy(original.join("Cargo.toml"), copy.join("Cargo.toml"))
+        .expect("copy plugin-api manifest");
+    edit(&copy);
+    copy
+}
+
+/// A fresh directory holding a copy of each `(library, file name)`: a plugin directory that
+/// holds exactly the plugins a test wants.
+pub fn plugin_dir_with(label: &str, libraries: &[(&Path, &str)]) -> PathBuf {
+    let dir = temp_dir(label);
+    for (library, file_name) in libraries {
+        std::fs::copy(library, dir.join(file_name)).unwrap_or_else(|error| {
+            panic!(
+                "copying {} into {}: {error}",
+                library.display(),
+                dir.display()
+            )
+        });
+    }
+    dir
+}
+
+/// A library file name with the platform's prefix and suffix (`lib{stem}.so` on Linux).
+pub fn library_file_name(stem: &str) -> String {
+    format!(
+        "{}{stem}{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    )
+}
+
+/// Copies the directory tree `from` to `to` (files and directories only).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create directory");
+    for entry in std::fs::read_dir(from).expect("read directory") {
+        let entry = entry.expect("directory entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy file");
+        }
+    }
+}
+
+/// The tiny model every input reader accepts: an input copied to an output, 64 bytes each.
+pub const TINY_MODEL_JSON: &str = r#"{"version":1,"tensors":[{"id":"a","kind":"input","size":64},{"id":"b","kind":"output","size":64}],"operators":[{"type":"copy","inputs":["a"],"outputs":["b"]}],"inputs":["a"],"outputs":["b"]}"#;
+
+/// Writes [`TINY_MODEL_JSON`] into a fresh directory and returns its path.
+pub fn tiny_model() -> PathBuf {
+    let path = temp_dir("model").join("tiny.json");
+    std::fs::write(&path, TINY_MODEL_JSON).expect("write the tiny model");
+    path
 }

@@ -25,28 +25,31 @@ fn timed<T>(
 }
 
 pub fn run(args: &PlanArgs) -> Result<ExitCode> {
-    // Mistakes in the output options are reported before any (possibly long) planning.
+    // Mistakes in the output options, a wrong planner name or a broken plugin are reported
+    // before the model is read and planned, which may take long.
     let render_options = RenderOptions {
         prefix: args.prefix.clone(),
         external_arenas: args.external_arenas,
+        planner: args.planner.clone(),
     };
     render::check_options(&render_options)?;
     emit::check_destination(&args.out)?;
+    let limits = RunLimits::from_timeout_seconds(args.timeout)?;
+    let registry = Registry::discover(&args.plugins.plugin_dirs)?;
+    let planner = registry.find(&args.planner)?;
 
     let mut timings = Vec::new();
     let model = timed(&mut timings, "read", || input::read_model(&args.input))?;
     let mut analysis = timed(&mut timings, "analyze", || analyze::analyze(model))?;
     analysis.request.options = RString::from(args.planner_options.as_str());
 
-    let registry = Registry::discover(&args.plugins.plugin_dirs)?;
-    let limits = RunLimits {
-        timeout: args.timeout.map(Duration::from_secs_f64),
-    };
     let plan = timed(&mut timings, "plan", || {
-        registry.plan(&args.planner, &analysis.request, &limits)
+        planner.run(&analysis.request, &limits)
     })?;
     let planner_summary = plan.summary.to_string();
-    let checked = timed(&mut timings, "check", || check::check_plan(&analysis, plan))?;
+    let checked = timed(&mut timings, "check", || {
+        check::check_plan(&analysis, plan).map_err(Error::from)
+    })?;
     let rendered = timed(&mut timings, "render", || {
         render::render(&analysis, &checked, &render_options)
     })?;

@@ -1,47 +1,386 @@
 //! Plan stage, host side: finds planner plugins, selects one by NAME and runs it.
 //!
-//! Search order (DESIGN.md): each `--plugin-dir`, then `MEMPLAN_PLUGIN_PATH`, then the
-//! directory of the `memplan` executable and its `plugins/` subfolder; never the current
-//! directory. Libraries are loaded with `lib_header_from_path` + `init_root_module` and never
-//! unloaded.
+//! Discovery walks the search path of [`search`] (each `--plugin-dir`, `MEMPLAN_PLUGIN_PATH`,
+//! the executable's directory and its `plugins/`; never the current directory), loads every
+//! candidate file with [`load::load_plugin`] and registers each planner the file exports by
+//! its NAME:
+//! - a name seen in an earlier directory wins; a later one is shadowed, with a warning naming
+//!   the shadowed file;
+//! - a name exported twice within one directory is ambiguous (the order of files in a
+//!   directory is no way to choose): neither is used, and selecting it is an error naming both
+//!   files;
+//! - files that are not memplan plugins are skipped; files that are, but cannot be used
+//!   (wrong ABI, cannot be opened), are kept as [`Rejected`] with a one-line reason.
+//!
+//! Libraries are never unloaded, so planner handles stay valid for the whole process.
 
-use std::path::PathBuf;
+pub mod load;
+pub mod run;
+pub mod search;
 
-use memplan_plugin_api::{MemoryPlan, PlanRequest};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use memplan_plugin_api::{MemoryPlan, PlanRequest, PlannerEntry};
 
 use crate::error::{Error, Result};
+pub use load::{load_plugin, sha256_hex, LoadFailure, PluginFile};
+pub use run::{run_planner, RunLimits};
+pub use search::{candidate_files, executable_dir, search_path, PLUGIN_PATH_VAR};
 
-/// How a planner run is bounded.
-#[derive(Clone, Debug, Default)]
-pub struct RunLimits {
-    /// Stop the planner after this long (`--timeout`).
-    pub timeout: Option<std::time::Duration>,
+/// One planner exported by a loaded plugin.
+#[derive(Clone)]
+pub struct PlannerHandle {
+    pub name: String,
+    pub version: String,
+    pub description: String,
+    /// The file it was loaded from (shared by every planner of that file).
+    pub file: Arc<PluginFile>,
+    entry: PlannerEntry,
+}
+
+impl PlannerHandle {
+    fn new(entry: PlannerEntry, file: Arc<PluginFile>) -> PlannerHandle {
+        PlannerHandle {
+            name: entry.name.as_str().to_string(),
+            version: entry.version.as_str().to_string(),
+            description: entry.description.as_str().to_string(),
+            file,
+            entry,
+        }
+    }
+
+    /// Runs this planner on `request` within `limits` (see [`run_planner`] for how its
+    /// failures map onto exit codes).
+    pub fn run(&self, request: &PlanRequest, limits: &RunLimits) -> Result<MemoryPlan> {
+        let origin = self.file.path.display().to_string();
+        run_planner(&self.name, &origin, &self.entry, request, limits)
+    }
+}
+
+impl std::fmt::Debug for PlannerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlannerHandle")
+            .field("name", &self.name)
+            .field("version", &self.version)
+            .field("file", &self.file.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A file that is a plugin (or meant to be one) but was not used, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejected {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+/// What a planner name resolved to during discovery.
+#[derive(Clone, Debug)]
+enum Claim {
+    /// Index into `Registry::planners`.
+    Planner(usize),
+    /// Exported by several files of the same directory (or twice by one file).
+    Ambiguous(Vec<PathBuf>),
 }
 
 /// The planners found on the search path, and the files that were rejected.
 #[derive(Debug, Default)]
 pub struct Registry {
-    /// Directories searched, in order.
-    pub searched: Vec<PathBuf>,
+    searched: Vec<PathBuf>,
+    /// In discovery order: search-path directory, then file name, then export order.
+    planners: Vec<PlannerHandle>,
+    rejected: Vec<Rejected>,
+    claims: BTreeMap<String, Claim>,
 }
 
 impl Registry {
-    /// Scans the search path built from `plugin_dirs`, the environment and the executable.
+    /// Scans the search path built from `plugin_dirs` (the `--plugin-dir` flags),
+    /// `MEMPLAN_PLUGIN_PATH` and the executable's directory.
     pub fn discover(plugin_dirs: &[PathBuf]) -> Result<Registry> {
-        Ok(Registry {
-            searched: plugin_dirs.to_vec(),
-        })
+        let env_path = std::env::var_os(PLUGIN_PATH_VAR);
+        let searched = search_path(
+            plugin_dirs,
+            env_path.as_deref(),
+            executable_dir().as_deref(),
+        )?;
+        Ok(Registry::scan(searched))
     }
 
-    /// Runs the planner called `name` on `request`.
+    /// Loads every candidate file of `searched`, in order.
+    pub fn scan(searched: Vec<PathBuf>) -> Registry {
+        let mut registry = Registry {
+            searched: Vec::new(),
+            ..Registry::default()
+        };
+        for dir in &searched {
+            registry.scan_directory(dir);
+        }
+        registry.searched = searched;
+        registry
+    }
+
+    fn scan_directory(&mut self, dir: &Path) {
+        let files = match candidate_files(dir) {
+            Ok(files) => files,
+            Err(error) => {
+                self.rejected.push(Rejected {
+                    path: dir.to_path_buf(),
+                    reason: format!("cannot list this plugin directory: {error}"),
+                });
+                return;
+            }
+        };
+        // Planners of this directory by name, so that duplicates within it are found before
+        // any of them is registered.
+        let mut by_name: BTreeMap<String, Vec<PlannerHandle>> = BTreeMap::new();
+        for path in files {
+            match load_plugin(&path) {
+                Ok((file, module)) => {
+                    let file = Arc::new(file);
+                    let entries = module.planners();
+                    if entries.is_empty() {
+                        self.rejected.push(Rejected {
+                            path: path.clone(),
+                            reason: "a memplan plugin that exports no planners".to_string(),
+                        });
+                    }
+                    for entry in entries.iter() {
+                        let handle = PlannerHandle::new(*entry, Arc::clone(&file));
+                        if !is_valid_planner_name(&handle.name) {
+                            self.rejected.push(Rejected {
+                                path: path.clone(),
+                                reason: format!(
+                                    "exports a planner named {:?}; planner names are non-empty \
+                                     and use only a-z, 0-9 and `-`, so that they can be given \
+                                     to --planner",
+                                    handle.name
+                                ),
+                            });
+                            continue;
+                        }
+                        tracing::debug!(
+                            "found planner `{}` {} in {}",
+                            handle.name,
+                            handle.version,
+                            path.display()
+                        );
+                        by_name.entry(handle.name.clone()).or_default().push(handle);
+                    }
+                }
+                Err(LoadFailure::NotAPlugin { detail }) => {
+                    tracing::debug!(
+                        "{}: not a memplan plugin, skipped ({detail})",
+                        path.display()
+                    )
+                }
+                Err(LoadFailure::Rejected { reason, detail }) => {
+                    tracing::warn!("{}: rejected: {reason}", path.display());
+                    if let Some(detail) = detail {
+                        tracing::debug!("{}: loader report:\n{detail}", path.display());
+                    }
+                    self.rejected.push(Rejected { path, reason });
+                }
+            }
+        }
+        for (name, handles) in by_name {
+            self.register(dir, name, handles);
+        }
+    }
+
+    /// Registers the planners called `name` found in `dir`, or records why they are not used.
+    fn register(&mut self, dir: &Path, name: String, mut handles: Vec<PlannerHandle>) {
+        if let Some(claim) = self.claims.get(&name) {
+            let winner = match claim {
+                Claim::Planner(index) => self.planners[*index].file.path.display().to_string(),
+                Claim::Ambiguous(paths) => join_paths(paths),
+            };
+            for handle in handles {
+                let reason = format!(
+                    "planner `{name}` is shadowed by {winner}, which comes earlier in the \
+                     search path"
+                );
+                tracing::warn!("{}: {reason}", handle.file.path.display());
+                self.rejected.push(Rejected {
+                    path: handle.file.path.clone(),
+                    reason,
+                });
+            }
+            return;
+        }
+        if handles.len() == 1 {
+            let handle = handles.pop().expect("one handle");
+            self.claims
+                .insert(name, Claim::Planner(self.planners.len()));
+            self.planners.push(handle);
+            return;
+        }
+        let mut paths: Vec<PathBuf> = handles.iter().map(|h| h.file.path.clone()).collect();
+        paths.dedup();
+        let reason = if paths.len() == 1 {
+            format!("exports planner `{name}` more than once, so none of them is used")
+        } else {
+            format!(
+                "planner `{name}` is exported by several files in {}: {}; none of them is \
+                 used, remove all but one",
+                dir.display(),
+                join_paths(&paths)
+            )
+        };
+        for path in &paths {
+            self.rejected.push(Rejected {
+                path: path.clone(),
+                reason: reason.clone(),
+            });
+        }
+        self.claims.insert(name, Claim::Ambiguous(paths));
+    }
+
+    /// The directories searched, in order.
+    pub fn searched(&self) -> &[PathBuf] {
+        &self.searched
+    }
+
+    /// The usable planners, sorted by name.
+    pub fn planners(&self) -> Vec<&PlannerHandle> {
+        let mut planners: Vec<&PlannerHandle> = self.planners.iter().collect();
+        planners.sort_by(|a, b| a.name.cmp(&b.name));
+        planners
+    }
+
+    /// The files that were not used, and why, in discovery order.
+    pub fn rejected(&self) -> &[Rejected] {
+        &self.rejected
+    }
+
+    /// The planner called `name`. Unknown or ambiguous names are a plugin error (exit 4) that
+    /// lists what was found and where memplan looked.
+    pub fn find(&self, name: &str) -> Result<&PlannerHandle> {
+        match self.claims.get(name) {
+            Some(Claim::Planner(index)) => Ok(&self.planners[*index]),
+            Some(Claim::Ambiguous(paths)) => Err(Error::plugin(format!(
+                "planner `{name}` is exported by more than one file in the same directory: \
+                 {}; remove all but one, or put the one you want in an earlier --plugin-dir",
+                join_paths(paths)
+            ))),
+            None => Err(Error::plugin(self.unknown_planner_message(name))),
+        }
+    }
+
+    /// Runs the planner called `name`.
     pub fn plan(
         &self,
         name: &str,
-        _request: &PlanRequest,
-        _limits: &RunLimits,
+        request: &PlanRequest,
+        limits: &RunLimits,
     ) -> Result<MemoryPlan> {
-        Err(Error::plugin(format!(
-            "no planner named `{name}`: plugin loading is not implemented yet"
-        )))
+        self.find(name)?.run(request, limits)
+    }
+
+    fn unknown_planner_message(&self, name: &str) -> String {
+        let found = match self.planners() {
+            planners if planners.is_empty() => "no planners were found".to_string(),
+            planners => format!(
+                "planners found: {}",
+                planners
+                    .iter()
+                    .map(|p| p.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let searched = if self.searched.is_empty() {
+            "no plugin directory exists".to_string()
+        } else {
+            format!("searched {}", join_paths(&self.searched))
+        };
+        let rejected = match self.rejected.len() {
+            0 => String::new(),
+            count => format!(
+                "; {count} plugin file(s) were rejected (run `memplan planners` to see why)"
+            ),
+        };
+        format!(
+            "no planner named `{name}`: {found}; {searched}{rejected}. Put the plugin that \
+             provides `{name}` in one of these directories, or pass --plugin-dir DIR or set \
+             {PLUGIN_PATH_VAR}"
+        )
+    }
+}
+
+/// Planner names are what users type after `--planner` (several separated by commas), so
+/// they are restricted to lowercase letters, digits and `-`.
+fn is_valid_planner_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
+}
+
+fn join_paths(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|path| path.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_search_path_finds_nothing_and_says_where_it_looked() {
+        let registry = Registry::scan(Vec::new());
+        assert!(registry.planners().is_empty());
+        let error = registry.find("greedy-bestfit").unwrap_err();
+        assert_eq!(error.kind, crate::ErrorKind::Plugin);
+        assert!(
+            error.message.contains("`greedy-bestfit`"),
+            "{}",
+            error.message
+        );
+        assert!(
+            error.message.contains("no planners were found"),
+            "{}",
+            error.message
+        );
+        assert!(error.message.contains("--plugin-dir"), "{}", error.message);
+    }
+
+    #[test]
+    fn planner_names_are_what_the_command_line_can_select() {
+        for name in ["linear", "greedy-bestfit", "tflm2"] {
+            assert!(is_valid_planner_name(name), "{name}");
+        }
+        for name in ["", "Linear", "a,b", "a b", "näive", "x_y"] {
+            assert!(!is_valid_planner_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn non_plugin_files_are_not_planners() {
+        let dir = std::env::temp_dir().join(format!("memplan-registry-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let dir = dir.canonicalize().unwrap();
+        let garbage = dir.join(format!("broken{}", std::env::consts::DLL_SUFFIX));
+        std::fs::write(&garbage, b"garbage").unwrap();
+        std::fs::write(dir.join("README"), b"not a library").unwrap();
+        let registry = Registry::scan(vec![dir.clone()]);
+        assert!(registry.planners().is_empty());
+        assert_eq!(registry.rejected().len(), 1, "{:?}", registry.rejected());
+        assert_eq!(registry.rejected()[0].path, garbage);
+        let error = registry.find("linear").unwrap_err();
+        assert!(
+            error.message.contains(&dir.display().to_string()),
+            "{}",
+            error.message
+        );
+        assert!(
+            error.message.contains("1 plugin file(s) were rejected"),
+            "{}",
+            error.message
+        );
     }
 }

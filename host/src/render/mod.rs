@@ -8,7 +8,6 @@
 mod blob;
 mod hash;
 mod names;
-mod plan_document;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -17,6 +16,7 @@ use memplan_plugin_api::{Allocation, ArenaRole, Lifetime, MemoryRequest, PlanReq
 use crate::analyze::Analysis;
 use crate::check::CheckedPlan;
 use crate::error::{Error, Result};
+use crate::plan_file;
 
 pub use blob::{ConstantPayload, Segment};
 
@@ -27,6 +27,8 @@ pub struct RenderOptions {
     pub prefix: String,
     /// Arenas are bound at run time instead of defined as static buffers.
     pub external_arenas: bool,
+    /// Name of the planner whose plan is rendered (recorded in the plan file).
+    pub planner: String,
 }
 
 /// One arena of the plan as firmware sees it.
@@ -141,7 +143,7 @@ pub struct RenderPlan {
     pub tensors: Vec<RenderedTensor>,
     pub plan_hash: String,
     pub tensor_layout_hash: String,
-    /// Text of `{prefix}_plan.json` (see `plan_document` for the merge seam).
+    /// Text of `{prefix}_plan.json` (format: `crate::plan_file`).
     pub plan_document: String,
 }
 
@@ -279,7 +281,11 @@ pub fn render(
         num_steps: request.num_steps,
         plan_hash: hash::plan_hash(&regions),
         tensor_layout_hash: hash::tensor_layout_hash(&tensors),
-        plan_document: plan_document::plan_document(request, plan)?,
+        plan_document: plan_file::to_json(&plan_file::to_document(
+            analysis,
+            checked,
+            &options.planner,
+        )),
         regions,
         tensors,
     })

@@ -6,9 +6,26 @@
 //! bump-allocated per destination memory (cold or staged), persistent tensors per memory,
 //! scratch per memory in the target's preferred order with spill to the next writable memory
 //! when a budget would be exceeded, fixed offsets kept, aliases given their root's binding
-//! plus the view offset, empty tensors bound without space.
+//! plus the view offset, empty tensors bound without space. The `plan` module (behind
+//! [`plan_with_packer`]) documents those passes and the spill algorithm.
+//!
+//! Packing algorithms shared by several planners live here too, so that no planner
+//! duplicates another: [`bump`] (no reuse: `linear`, constants, persistent tensors) and
+//! [`greedy`] (size-ordered best/first fit: `greedy-bestfit`, and the start of searches).
+//! [`options`] parses `--planner-options` uniformly; [`testing`] checks packings in tests.
 
-use crate::abi::{Lifetime, MemoryPlan, PlanError, PlanErrorKind, PlanRequest};
+pub mod bump;
+pub mod greedy;
+pub mod options;
+mod plan;
+pub mod testing;
+
+pub use bump::BumpPacker;
+pub use greedy::{pack_greedy, Fit, Order};
+pub use options::PlannerOptions;
+pub use plan::plan_with_packer;
+
+use crate::abi::{Lifetime, PlanError};
 use crate::context::HostContext;
 
 /// One buffer to place in an arena.
@@ -38,17 +55,4 @@ pub struct Packing {
 /// bytes; offsets honour alignment and fixed offsets.
 pub trait Packer {
     fn pack(&self, buffers: &[Buffer], context: &HostContext) -> Result<Packing, PlanError>;
-}
-
-/// Plans a whole request with `packer` doing the scratch packing. Placeholder until the
-/// planner-kit issue lands.
-pub fn plan_with_packer(
-    _request: &PlanRequest,
-    _context: &HostContext,
-    _packer: &dyn Packer,
-) -> Result<MemoryPlan, PlanError> {
-    Err(PlanError::new(
-        PlanErrorKind::Failed,
-        "the planner kit is not implemented yet",
-    ))
 }

@@ -1,22 +1,14 @@
-//! Planner `linear`: every tensor gets a slot of its own, bump-allocated per
-//! (role, memory, source memory) arena in tensor order. No reuse of memory between
-//! tensors whose lifetimes do not overlap, so the arena is the sum of the aligned sizes:
-//! the upper reference point every real planner must beat, and a planner simple enough to
-//! be obviously correct.
+//! Planner `linear`: every tensor gets bytes of its own, bump-allocated in tensor order
+//! ([`BumpPacker`]), so the scratch arena is the sum of the aligned sizes: no reuse between
+//! tensors whose lifetimes do not overlap. It is the upper reference point every real planner
+//! must beat, and simple enough to be obviously correct.
 //!
-//! Placement: constants go to their destination memory (source memory from the request);
-//! scratch and persistent tensors go to their pinned memory, else to the writable memory
-//! first in the scratch order. Tensors with a fixed offset keep it; bumping starts above the
-//! highest fixed slot. Aliases take their root's binding plus the view offset.
+//! Everything else — constants, persistent tensors, memories, spill under budgets, fixed
+//! offsets, aliases, empty tensors — is the planner kit's ([`plan_with_packer`]).
+//! It takes no options.
 
-use std::collections::BTreeMap;
-
-use memplan_plugin_api::abi_stable::std_types::{RString, RVec};
-use memplan_plugin_api::bounds::align_up;
-use memplan_plugin_api::{
-    Allocation, Arena, ArenaRole, Binding, HostContext, MemoryPlan, PlanError, PlanErrorKind,
-    PlanRequest, Planner,
-};
+use memplan_plugin_api::kit::{plan_with_packer, BumpPacker, PlannerOptions};
+use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanRequest, Planner};
 
 pub struct Linear;
 
@@ -27,128 +19,48 @@ impl Planner for Linear {
         "one slot per tensor, bump-allocated in tensor order; no reuse";
 
     fn plan(request: &PlanRequest, context: &HostContext) -> Result<MemoryPlan, PlanError> {
-        plan_linear(request, context)
+        PlannerOptions::parse(Self::NAME, &request.options)?.finish(&[])?;
+        plan_with_packer(request, context, &BumpPacker)
     }
 }
 
 memplan_plugin_api::export_planners!(Linear);
 
-type ArenaKey = (ArenaRole, u32, u32);
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memplan_plugin_api::abi_stable::std_types::{RString, RVec};
+    use memplan_plugin_api::kit::testing::{assert_valid_plan, memory, tensor};
+    use memplan_plugin_api::{PlanErrorKind, TensorKind, TensorRequest};
 
-fn default_memory(request: &PlanRequest) -> Result<u32, PlanError> {
-    request
-        .memories
-        .iter()
-        .enumerate()
-        .filter(|(_, memory)| memory.writable)
-        .filter_map(|(index, memory)| {
-            memory
-                .scratch_order
-                .into_option()
-                .map(|order| (order, index))
-        })
-        .min()
-        .map(|(_, index)| index as u32)
-        .ok_or_else(|| {
-            PlanError::new(
-                PlanErrorKind::InvalidRequest,
-                "the target has no writable memory in its scratch order",
-            )
-        })
-}
-
-fn arena_key(request: &PlanRequest, tensor: usize, fallback: u32) -> ArenaKey {
-    let t = &request.tensors[tensor];
-    let role = t.kind.role();
-    let memory = t.memory.into_option().unwrap_or(fallback);
-    let source = match role {
-        ArenaRole::Constant => t.source_memory.into_option().unwrap_or(memory),
-        _ => memory,
-    };
-    (role, memory, source)
-}
-
-fn plan_linear(request: &PlanRequest, context: &HostContext) -> Result<MemoryPlan, PlanError> {
-    let fallback = default_memory(request)?;
-    let count = request.tensors.len();
-    let mut ends: BTreeMap<ArenaKey, (u64, u64)> = BTreeMap::new(); // (end, base alignment)
-    let mut offsets: Vec<Option<(ArenaKey, u64)>> = vec![None; count];
-
-    // Fixed slots first, so that bumping starts above all of them.
-    for (index, tensor) in request.tensors.iter().enumerate() {
-        if tensor.alias_of.is_some() {
-            continue;
-        }
-        if let Some(offset) = tensor.fixed_offset.into_option() {
-            let key = arena_key(request, index, fallback);
-            let entry = ends.entry(key).or_insert((0, 1));
-            entry.0 = entry.0.max(offset + tensor.size);
-            entry.1 = entry.1.max(tensor.alignment);
-            offsets[index] = Some((key, offset));
-        }
-    }
-    for (index, tensor) in request.tensors.iter().enumerate() {
-        if tensor.alias_of.is_some() || offsets[index].is_some() {
-            continue;
-        }
-        let key = arena_key(request, index, fallback);
-        let entry = ends.entry(key).or_insert((0, 1));
-        let offset = align_up(entry.0, tensor.alignment);
-        entry.0 = offset + tensor.size;
-        entry.1 = entry.1.max(tensor.alignment);
-        offsets[index] = Some((key, offset));
-    }
-
-    let mut allocations = RVec::with_capacity(count);
-    for (index, tensor) in request.tensors.iter().enumerate() {
-        let (key, offset) = match tensor.alias_of.into_option() {
-            Some(alias) => {
-                let (key, root_offset) = offsets[alias.root as usize].ok_or_else(|| {
-                    PlanError::new(
-                        PlanErrorKind::InvalidRequest,
-                        "alias root is itself an alias",
-                    )
-                })?;
-                (key, root_offset + alias.offset)
-            }
-            None => offsets[index].expect("every non-alias tensor was placed above"),
+    fn request(options: &str) -> PlanRequest {
+        let tensor = |id: &str, step| TensorRequest {
+            alignment: 8,
+            ..tensor(id, TensorKind::Intermediate, 24, step, step)
         };
-        let (role, memory, source_memory) = key;
-        allocations.push(Allocation {
-            tensor: index as u32,
-            binding: Binding {
-                role,
-                memory,
-                source_memory,
-                offset,
-            },
-            offset,
-            size: tensor.size,
-        });
+        PlanRequest {
+            tensors: RVec::from(vec![tensor("a", 0), tensor("b", 1), tensor("c", 2)]),
+            memories: RVec::from(vec![memory("SRAM", None, true, Some(0))]),
+            num_steps: 3,
+            options: RString::from(options),
+        }
     }
 
-    let arenas: RVec<Arena> = ends
-        .into_iter()
-        .filter(|(_, (end, _))| *end > 0)
-        .map(|((role, memory, source_memory), (end, alignment))| {
-            let alignment = alignment.max(request.memories[memory as usize].arena_alignment);
-            Arena {
-                role,
-                memory,
-                source_memory,
-                size: align_up(end, alignment),
-                alignment,
-            }
-        })
-        .collect();
-    context.debug(&format!(
-        "linear: {} tensors in {} arenas",
-        count,
-        arenas.len()
-    ));
-    Ok(MemoryPlan {
-        arenas,
-        allocations,
-        summary: RString::new(),
-    })
+    #[test]
+    fn tensors_never_share_bytes() {
+        let request = request("{}");
+        let plan = Linear::plan(&request, &HostContext::detached()).unwrap();
+        assert_valid_plan(&request, &plan);
+        let offsets: Vec<u64> = plan.allocations.iter().map(|a| a.offset).collect();
+        assert_eq!(offsets, vec![0, 24, 48]);
+        assert_eq!(plan.arenas[0].size, 80);
+    }
+
+    #[test]
+    fn options_are_rejected() {
+        let error =
+            Linear::plan(&request(r#"{"fit":"first"}"#), &HostContext::detached()).unwrap_err();
+        assert_eq!(error.kind, PlanErrorKind::InvalidRequest);
+        assert!(error.message.contains("`fit`"), "{}", error.message);
+    }
 }

@@ -1,0 +1,322 @@
+//! `--planner a,b,c`: run each planner, keep the plan with the smallest total bytes over the
+//! writable memories (ties: the first listed), and report every planner's result.
+//!
+//! Selection is a function over a closure that runs one planner by name, so it does not
+//! depend on how planners are found or run. The closure should return only plans the checker
+//! accepted (an error of kind `Rejected` otherwise), so that an invalid plan never wins.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use memplan_plugin_api::{MemoryPlan, PlanRequest};
+use serde_json::{json, Value};
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// The planner names of a `--planner` value: comma-separated, trimmed, non-empty, distinct.
+pub fn parse_planner_list(spec: &str) -> Result<Vec<String>> {
+    let names: Vec<String> = spec
+        .split(',')
+        .map(|name| name.trim().to_string())
+        .collect();
+    if names.iter().any(String::is_empty) {
+        return Err(Error::input(format!(
+            "--planner `{spec}`: empty planner name; give names separated by commas, e.g. \
+             --planner greedy-bestfit,linear"
+        )));
+    }
+    let mut seen = BTreeSet::new();
+    if let Some(repeated) = names.iter().find(|name| !seen.insert(name.as_str())) {
+        return Err(Error::input(format!(
+            "--planner `{spec}`: planner `{repeated}` is listed twice"
+        )));
+    }
+    Ok(names)
+}
+
+/// Bytes a plan takes in the writable memories (scratch, persistent and staged constant
+/// arenas): what running the model costs in RAM, the figure selection minimises.
+pub fn writable_bytes(request: &PlanRequest, plan: &MemoryPlan) -> u64 {
+    plan.arenas
+        .iter()
+        .filter(|arena| {
+            request
+                .memories
+                .get(arena.memory as usize)
+                .is_some_and(|memory| memory.writable)
+        })
+        .map(|arena| arena.size)
+        .sum()
+}
+
+/// One planner's result.
+#[derive(Debug)]
+pub struct PlannerRun {
+    pub planner: String,
+    pub elapsed: Duration,
+    pub outcome: Result<MemoryPlan>,
+    /// [`writable_bytes`] of the plan, when there is one.
+    pub writable_bytes: Option<u64>,
+}
+
+/// Every planner's result and which plan was kept.
+#[derive(Debug)]
+pub struct Selection {
+    /// In the order the planners were listed.
+    pub runs: Vec<PlannerRun>,
+    /// Index in `runs` of the kept plan (always a successful run).
+    pub chosen: usize,
+}
+
+impl Selection {
+    pub fn chosen_planner(&self) -> &str {
+        &self.runs[self.chosen].planner
+    }
+
+    /// The kept plan.
+    pub fn plan(&self) -> &MemoryPlan {
+        self.runs[self.chosen]
+            .outcome
+            .as_ref()
+            .expect("the chosen run succeeded")
+    }
+
+    /// Takes the kept plan out of the selection.
+    pub fn into_plan(mut self) -> MemoryPlan {
+        self.runs
+            .swap_remove(self.chosen)
+            .outcome
+            .expect("the chosen run succeeded")
+    }
+
+    /// One line per planner for the text report, e.g.
+    /// `greedy-bestfit: 4096 bytes in writable memories, 1.2 ms (kept)`.
+    pub fn report_lines(&self) -> Vec<String> {
+        self.runs
+            .iter()
+            .enumerate()
+            .map(|(index, run)| {
+                let time = format_ms(run.elapsed);
+                match (&run.outcome, run.writable_bytes) {
+                    (Ok(_), Some(bytes)) => {
+                        let kept = if index == self.chosen { " (kept)" } else { "" };
+                        format!(
+                            "{}: {bytes} bytes in writable memories, {time}{kept}",
+                            run.planner
+                        )
+                    }
+                    (Err(error), _) => format!("{}: failed after {time}: {error}", run.planner),
+                    (Ok(_), None) => unreachable!("successful runs have their bytes"),
+                }
+            })
+            .collect()
+    }
+
+    /// The per-planner report as JSON (for `--format json`).
+    pub fn report_json(&self) -> Value {
+        Value::Array(
+            self.runs
+                .iter()
+                .enumerate()
+                .map(|(index, run)| {
+                    let mut entry = json!({
+                        "planner": run.planner,
+                        "ok": run.outcome.is_ok(),
+                        "kept": index == self.chosen,
+                        "time_ms": run.elapsed.as_secs_f64() * 1e3,
+                    });
+                    match &run.outcome {
+                        Ok(_) => entry["writable_bytes"] = json!(run.writable_bytes),
+                        Err(error) => {
+                            entry["error"] = json!(error.message);
+                            entry["exit_code"] = json!(error.kind.exit_code());
+                        }
+                    }
+                    entry
+                })
+                .collect(),
+        )
+    }
+}
+
+fn format_ms(duration: Duration) -> String {
+    format!("{:.1} ms", duration.as_secs_f64() * 1e3)
+}
+
+/// Runs `run` for each of `planners` in order and keeps the smallest plan by
+/// [`writable_bytes`] (ties: the first listed). Fails only when no planner gave a plan: with
+/// one planner, with its own error; with several, with an error listing each failure, of the
+/// first failure's kind.
+pub fn select_plan(
+    planners: &[String],
+    request: &PlanRequest,
+    mut run: impl FnMut(&str) -> Result<MemoryPlan>,
+) -> Result<Selection> {
+    let mut runs = Vec::with_capacity(planners.len());
+    let mut chosen: Option<usize> = None;
+    for planner in planners {
+        let start = Instant::now();
+        let outcome = run(planner);
+        let elapsed = start.elapsed();
+        let bytes = outcome
+            .as_ref()
+            .ok()
+            .map(|plan| writable_bytes(request, plan));
+        if let Some(bytes) = bytes {
+            let smaller = chosen.is_none_or(|best| {
+                let best: &PlannerRun = &runs[best];
+                bytes < best.writable_bytes.expect("chosen runs succeeded")
+            });
+            if smaller {
+                chosen = Some(runs.len());
+            }
+        }
+        runs.push(PlannerRun {
+            planner: planner.clone(),
+            elapsed,
+            outcome,
+            writable_bytes: bytes,
+        });
+    }
+    match chosen {
+        Some(chosen) => Ok(Selection { runs, chosen }),
+        None => Err(all_failed(runs)),
+    }
+}
+
+fn all_failed(mut runs: Vec<PlannerRun>) -> Error {
+    if runs.len() == 1 {
+        return runs
+            .pop()
+            .and_then(|run| run.outcome.err())
+            .expect("a failed run");
+    }
+    let errors: Vec<(String, Error)> = runs
+        .into_iter()
+        .filter_map(|run| run.outcome.err().map(|error| (run.planner, error)))
+        .collect();
+    let kind = errors.first().map_or(ErrorKind::Internal, |(_, e)| e.kind);
+    let details: Vec<String> = errors
+        .iter()
+        .map(|(planner, error)| format!("  {planner}: {error}"))
+        .collect();
+    Error::new(
+        kind,
+        format!("no planner gave a plan:\n{}", details.join("\n")),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use abi_stable::std_types::{ROption, RString, RVec};
+    use memplan_plugin_api::{Arena, ArenaRole, MemoryRequest};
+
+    fn request() -> PlanRequest {
+        let memory = |name: &str, writable| MemoryRequest {
+            name: RString::from(name),
+            budget: ROption::RNone,
+            writable,
+            scratch_order: ROption::RSome(0),
+            arena_alignment: 16,
+        };
+        PlanRequest {
+            tensors: RVec::new(),
+            memories: RVec::from(vec![memory("SRAM", true), memory("MRAM", false)]),
+            num_steps: 0,
+            options: RString::from("{}"),
+        }
+    }
+
+    /// A plan with `scratch` bytes in SRAM and `constant` bytes in read-only MRAM.
+    fn plan(scratch: u64, constant: u64) -> MemoryPlan {
+        let arena = |role, memory, size| Arena {
+            role,
+            memory,
+            source_memory: memory,
+            size,
+            alignment: 16,
+        };
+        MemoryPlan {
+            arenas: RVec::from(vec![
+                arena(ArenaRole::Scratch, 0, scratch),
+                arena(ArenaRole::Constant, 1, constant),
+            ]),
+            allocations: RVec::new(),
+            summary: RString::new(),
+        }
+    }
+
+    fn names(list: &str) -> Vec<String> {
+        parse_planner_list(list).unwrap()
+    }
+
+    #[test]
+    fn planner_lists_are_split_trimmed_and_checked() {
+        assert_eq!(names("a, b,c"), vec!["a", "b", "c"]);
+        assert_eq!(
+            parse_planner_list("a,,b").unwrap_err().kind,
+            ErrorKind::Input
+        );
+        let error = parse_planner_list("a,b,a").unwrap_err();
+        assert!(error.message.contains("`a` is listed twice"), "{error}");
+    }
+
+    #[test]
+    fn the_smallest_writable_total_wins_and_read_only_bytes_do_not_count() {
+        let selection = select_plan(&names("big,small,small-but-more-flash"), &request(), |p| {
+            Ok(match p {
+                "big" => plan(4096, 0),
+                "small" => plan(1024, 100),
+                _ => plan(1024, 0),
+            })
+        })
+        .unwrap();
+        assert_eq!(
+            selection.chosen_planner(),
+            "small",
+            "ties go to the first listed"
+        );
+        assert_eq!(selection.runs.len(), 3);
+        assert_eq!(selection.runs[0].writable_bytes, Some(4096));
+    }
+
+    #[test]
+    fn failures_are_reported_and_do_not_stop_the_others() {
+        let selection = select_plan(&names("broken,ok"), &request(), |p| match p {
+            "broken" => Err(Error::plugin("planner `broken` panicked")),
+            _ => Ok(plan(64, 0)),
+        })
+        .unwrap();
+        assert_eq!(selection.chosen_planner(), "ok");
+        let lines = selection.report_lines();
+        assert!(
+            lines[0].contains("failed") && lines[0].contains("panicked"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].contains("64 bytes") && lines[1].ends_with("(kept)"),
+            "{lines:?}"
+        );
+        let report = selection.report_json();
+        assert_eq!(report[0]["ok"], false);
+        assert_eq!(report[0]["exit_code"], 4);
+        assert_eq!(report[1]["kept"], true);
+        assert_eq!(selection.into_plan(), plan(64, 0));
+    }
+
+    #[test]
+    fn when_all_fail_the_error_keeps_the_kind() {
+        let one = select_plan(&names("a"), &request(), |_| {
+            Err(Error::does_not_fit("too big"))
+        })
+        .unwrap_err();
+        assert_eq!(one, Error::does_not_fit("too big"));
+        let both = select_plan(&names("a,b"), &request(), |p| {
+            Err(Error::does_not_fit(format!("{p} too big")))
+        })
+        .unwrap_err();
+        assert_eq!(both.kind, ErrorKind::DoesNotFit);
+        assert!(both.message.contains("a: a too big") && both.message.contains("b: b too big"));
+    }
+}

@@ -1,0 +1,221 @@
+//! Loading one plugin file: hash it, open it with the dynamic loader, check its ABI and
+//! initialize its root module.
+//!
+//! This is deliberately separate from the directory scan so that stricter loading (hash
+//! pinning, refusing group/other-writable files, loading the very bytes that were hashed via
+//! `/proc/self/fd/N`, or loading in a child process) can wrap or replace [`load_plugin`]
+//! without touching discovery.
+//!
+//! Libraries are opened with abi_stable's `RawLibrary` and then leaked *before* anything else
+//! is looked at: Rust `cdylib`s with thread-local destructors crash on `dlclose`, and that
+//! includes files that turn out not to be memplan plugins. (`lib_header_from_path` would close
+//! a library whose header is missing; `RootModule::load_from_*` caches one module per type for
+//! the whole process, so it cannot load several plugins.)
+
+use std::path::{Path, PathBuf};
+
+use abi_stable::library::{lib_header_from_raw_library, LibraryError, RawLibrary};
+use memplan_plugin_api::{PluginModuleRef, ABI_VERSION};
+use sha2::{Digest, Sha256};
+
+/// A plugin file as found on disk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PluginFile {
+    pub path: PathBuf,
+    /// SHA-256 of the file's bytes when it was loaded, lowercase hex.
+    pub sha256: String,
+}
+
+impl PluginFile {
+    /// Reads and hashes `path`.
+    pub fn read(path: &Path) -> std::io::Result<PluginFile> {
+        let bytes = std::fs::read(path)?;
+        Ok(PluginFile {
+            path: path.to_path_buf(),
+            sha256: sha256_hex(&bytes),
+        })
+    }
+}
+
+/// Lowercase hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    format!("{:x}", Sha256::digest(bytes))
+}
+
+/// Why a file did not yield a plugin.
+#[derive(Debug)]
+pub enum LoadFailure {
+    /// A library without abi_stable's root-module symbol: some other shared library that
+    /// happens to sit in a plugin directory. Skipped quietly.
+    NotAPlugin { detail: String },
+    /// A file that could not be used as a plugin, with a one-line reason for the user and,
+    /// when the loader gave one, the full report (abi_stable's layout comparison) for `-v`.
+    Rejected {
+        reason: String,
+        detail: Option<String>,
+    },
+}
+
+/// Hashes, opens and initializes one plugin file. The library stays loaded for the rest of
+/// the process.
+pub fn load_plugin(path: &Path) -> Result<(PluginFile, PluginModuleRef), LoadFailure> {
+    let file = PluginFile::read(path).map_err(|error| LoadFailure::Rejected {
+        reason: format!("cannot be read: {error}"),
+        detail: None,
+    })?;
+    let module = open_module(path)?;
+    Ok((file, module))
+}
+
+fn open_module(path: &Path) -> Result<PluginModuleRef, LoadFailure> {
+    let library = RawLibrary::load_at(path).map_err(describe_failure)?;
+    // Leaked on purpose: never unloaded (see the module docs).
+    let library: &'static RawLibrary = Box::leak(Box::new(library));
+    // SAFETY: the library is never unloaded, so the header may live for 'static.
+    let header = unsafe { lib_header_from_raw_library(library) }.map_err(describe_failure)?;
+    header
+        .init_root_module::<PluginModuleRef>()
+        .map_err(describe_failure)
+}
+
+/// Turns an abi_stable loading error into a [`LoadFailure`] with a reason a user can act on.
+fn describe_failure(error: LibraryError) -> LoadFailure {
+    let rejected =
+        |reason: String, detail: Option<String>| LoadFailure::Rejected { reason, detail };
+    match error {
+        LibraryError::GetSymbolError { .. } => LoadFailure::NotAPlugin {
+            detail: one_line(&error.to_string()),
+        },
+        LibraryError::OpenError { err, .. } => rejected(
+            format!(
+                "the dynamic loader cannot open it: {}",
+                one_line(&err.to_string())
+            ),
+            None,
+        ),
+        LibraryError::IncompatibleVersionNumber { actual_version, .. } => rejected(
+            format!(
+                "built against plugin ABI {actual_version}, but this memplan uses plugin ABI \
+                 {ABI_VERSION}; rebuild the plugin against a memplan-plugin-api with ABI \
+                 {ABI_VERSION}"
+            ),
+            None,
+        ),
+        LibraryError::AbiInstability(report) => {
+            let report = report.to_string();
+            let what = match first_layout_mismatch(&report) {
+                Some((type_name, problem)) => format!("`{type_name}` differs ({problem})"),
+                None => "the types it shares with the host differ".to_string(),
+            };
+            rejected(
+                format!(
+                    "incompatible plugin ABI: {what} from memplan-plugin-api ABI \
+                     {ABI_VERSION}, so it was built against a modified or mismatched \
+                     plugin-api; rebuild it against the published memplan-plugin-api, or run \
+                     with -v for the full layout report"
+                ),
+                Some(report),
+            )
+        }
+        LibraryError::InvalidAbiHeader(_) | LibraryError::InvalidCAbi { .. } => rejected(
+            "built with an incompatible version of abi_stable (memplan uses abi_stable 0.11); \
+             rebuild it against memplan-plugin-api"
+                .to_string(),
+            Some(error.to_string()),
+        ),
+        LibraryError::ParseVersionError(_) => rejected(
+            format!(
+                "its ABI version string is malformed: {}",
+                one_line(&error.to_string())
+            ),
+            None,
+        ),
+        LibraryError::RootModule { ref err, .. } => rejected(
+            format!(
+                "its root module failed to initialize: {}",
+                one_line(&err.to_string())
+            ),
+            None,
+        ),
+        LibraryError::Many(_) => rejected(
+            "it failed several load checks; run with -v for the full report".to_string(),
+            Some(error.to_string()),
+        ),
+    }
+}
+
+/// The first type whose layout differs, and abi_stable's first complaint, picked out of its
+/// layout report. The report walks the root module's type tree in blocks headed
+/// `N error(s)inside:`; the first block with N > 0 continues with `Layout of expected type:`
+/// and `type:NAME`, and the complaints follow as `Error:PROBLEM`. The report is meant for
+/// humans, so this is best effort: `None` falls back to a generic reason.
+fn first_layout_mismatch(report: &str) -> Option<(String, String)> {
+    let mut lines = report.lines().map(str::trim);
+    lines.find(|line| {
+        line.strip_suffix("error(s)inside:")
+            .and_then(|count| count.trim().parse::<u64>().ok())
+            .is_some_and(|count| count > 0)
+    })?;
+    lines.find(|line| *line == "Layout of expected type:")?;
+    let type_name = lines
+        .find_map(|line| line.strip_prefix("type:"))?
+        .trim()
+        .to_string();
+    let problem = lines
+        .find_map(|line| line.strip_prefix("Error:"))
+        .map_or_else(|| "layout mismatch".to_string(), |p| p.trim().to_string());
+    Some((type_name, problem))
+}
+
+/// Collapses a multi-line loader message into one line.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha256_matches_a_known_vector() {
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn the_mismatched_type_is_named_from_the_layout_report() {
+        // The shape of abi_stable's report: blocks of matching types, then the mismatch.
+        let report = "0 error(s)inside:\n    field_name:0\n    type:PluginModule\n\
+                      Layout of expected type:\n    type:PluginModule\n\
+                      11 error(s)inside:\n    <other>\n    type:TensorRequest\n\
+                      Layout of expected type:\n    --- Type Layout ---\n\
+                      \x20   type:TensorRequest\n    size:120\n\
+                      Layout of found type:\n    type:TensorRequest\n\n\
+                      Error:incompatible type size\nExpected:\n    120\n";
+        assert_eq!(
+            first_layout_mismatch(report),
+            Some((
+                "TensorRequest".to_string(),
+                "incompatible type size".to_string()
+            ))
+        );
+        assert_eq!(first_layout_mismatch("something else entirely"), None);
+    }
+
+    #[test]
+    fn a_file_the_loader_cannot_open_is_rejected_with_the_reason() {
+        let dir = std::env::temp_dir().join(format!("memplan-load-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("garbage{}", std::env::consts::DLL_SUFFIX));
+        std::fs::write(&path, b"not a shared library").unwrap();
+        match load_plugin(&path) {
+            Err(LoadFailure::Rejected { reason, .. }) => {
+                assert!(reason.contains("dynamic loader"), "{reason}")
+            }
+            Err(other) => panic!("expected a rejection, got {other:?}"),
+            Ok(_) => panic!("a text file loaded as a plugin"),
+        }
+    }
+}

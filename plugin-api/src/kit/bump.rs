@@ -1,0 +1,118 @@
+//! Bump packing: every buffer gets bytes of its own, one after another in the order given,
+//! whatever the lifetimes. Buffers with a fixed offset keep it and the others are bumped past
+//! them (a buffer that would run into a fixed slot starts after it instead).
+//!
+//! The kit uses it for constant and persistent arenas, where every tensor lives the whole run
+//! so no packing can do better than the sum of the aligned sizes; the `linear` planner uses it
+//! for scratch too, as the no-reuse reference point.
+//!
+//! Cost: O(n + f log f) for n buffers of which f have fixed offsets.
+
+use super::{Buffer, Packer, Packing};
+use crate::abi::PlanError;
+use crate::bounds::align_up;
+use crate::context::HostContext;
+
+/// The [`Packer`] that never reuses bytes (see the module documentation).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BumpPacker;
+
+impl Packer for BumpPacker {
+    fn pack(&self, buffers: &[Buffer], _context: &HostContext) -> Result<Packing, PlanError> {
+        Ok(pack_bump(buffers))
+    }
+}
+
+/// Places `buffers` one after another in the given order, around the fixed slots.
+pub fn pack_bump(buffers: &[Buffer]) -> Packing {
+    // Fixed slots as (offset, end), ascending.
+    let mut fixed: Vec<(u64, u64)> = buffers
+        .iter()
+        .filter_map(|b| b.fixed_offset.map(|offset| (offset, offset + b.size)))
+        .collect();
+    fixed.sort_unstable();
+
+    let mut offsets = Vec::with_capacity(buffers.len());
+    let mut height = fixed.iter().map(|&(_, end)| end).max().unwrap_or(0);
+    let mut cursor = 0u64;
+    // Fixed slots before `next_fixed` end at or below the cursor: no later buffer can hit them.
+    let mut next_fixed = 0usize;
+    for buffer in buffers {
+        if let Some(offset) = buffer.fixed_offset {
+            offsets.push(offset);
+            continue;
+        }
+        let mut candidate = align_up(cursor, buffer.alignment);
+        let mut scan = next_fixed;
+        while scan < fixed.len() {
+            let (start, end) = fixed[scan];
+            if end <= candidate {
+                if scan == next_fixed {
+                    next_fixed += 1;
+                }
+            } else if start >= candidate + buffer.size {
+                break;
+            } else {
+                candidate = align_up(end, buffer.alignment);
+            }
+            scan += 1;
+        }
+        offsets.push(candidate);
+        cursor = candidate + buffer.size;
+        height = height.max(cursor);
+    }
+    Packing {
+        offsets,
+        height,
+        note: String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kit::testing::{assert_valid_packing, buffer};
+
+    #[test]
+    fn buffers_follow_one_another_aligned() {
+        let buffers = vec![
+            buffer(3, 0, 0),
+            Buffer {
+                alignment: 8,
+                ..buffer(5, 1, 1)
+            },
+            buffer(1, 2, 2),
+        ];
+        let packing = pack_bump(&buffers);
+        assert_eq!(packing.offsets, vec![0, 8, 13]);
+        assert_eq!(packing.height, 14);
+        assert_valid_packing(&buffers, &packing);
+    }
+
+    #[test]
+    fn fixed_slots_are_kept_and_bumped_past() {
+        let buffers = vec![
+            buffer(10, 0, 0),
+            Buffer {
+                fixed_offset: Some(12),
+                ..buffer(8, 0, 0)
+            },
+            buffer(4, 0, 0),
+            buffer(4, 0, 0),
+            Buffer {
+                fixed_offset: Some(40),
+                ..buffer(4, 0, 0)
+            },
+        ];
+        let packing = pack_bump(&buffers);
+        // 10 fills [0,10); 4 does not fit in [10,12) so goes to 20; the next to 24.
+        assert_eq!(packing.offsets, vec![0, 12, 20, 24, 40]);
+        assert_eq!(packing.height, 44);
+        assert_valid_packing(&buffers, &packing);
+    }
+
+    #[test]
+    fn no_buffers_give_height_zero() {
+        assert_eq!(pack_bump(&[]), Packing::default());
+    }
+}

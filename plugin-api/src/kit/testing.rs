@@ -1,0 +1,309 @@
+//! Helpers for planner tests: building buffers by hand and checking that a packing, or a
+//! whole plan, is valid.
+//!
+//! Compiled into the library (not `cfg(test)`) so that every planner crate's tests can use the
+//! same validity checks. They are plain pairwise comparisons, O(n^2): meant for test inputs of
+//! a few thousand buffers, not for production paths (the host's checker does the O(n log n)
+//! sweep and is the authority on plans).
+
+use std::collections::BTreeMap;
+
+use abi_stable::std_types::{ROption, RString};
+
+use super::{Buffer, Packing};
+use crate::abi::{Lifetime, MemoryPlan, MemoryRequest, PlanRequest, TensorKind, TensorRequest};
+
+/// A buffer of `size` bytes, alignment 1, live over the inclusive steps `first..=last`.
+pub fn buffer(size: u64, first: u32, last: u32) -> Buffer {
+    Buffer {
+        size,
+        alignment: 1,
+        lifetime: Lifetime::new(first, last),
+        fixed_offset: None,
+    }
+}
+
+/// A tensor request of `kind` and `size` bytes, alignment 16, live over the inclusive steps
+/// `first..=last`, with no alias, fixed offset or memory: set those fields as a test needs.
+pub fn tensor(id: &str, kind: TensorKind, size: u64, first: u32, last: u32) -> TensorRequest {
+    TensorRequest {
+        id: RString::from(id),
+        kind,
+        size,
+        alignment: 16,
+        lifetime: Lifetime::new(first, last),
+        alias_of: ROption::RNone,
+        fixed_offset: ROption::RNone,
+        memory: ROption::RNone,
+        source_memory: ROption::RNone,
+    }
+}
+
+/// A memory with arena alignment 16.
+pub fn memory(
+    name: &str,
+    budget: Option<u64>,
+    writable: bool,
+    order: Option<u32>,
+) -> MemoryRequest {
+    MemoryRequest {
+        name: RString::from(name),
+        budget: budget.into(),
+        writable,
+        scratch_order: order.into(),
+        arena_alignment: 16,
+    }
+}
+
+/// Every way `packing` breaks the packing contract for `buffers`: wrong number of offsets,
+/// misaligned offsets, moved fixed offsets, a height that is not the highest end, and pairs of
+/// buffers live at the same time whose bytes overlap.
+pub fn packing_violations(buffers: &[Buffer], packing: &Packing) -> Vec<String> {
+    let mut violations = Vec::new();
+    if packing.offsets.len() != buffers.len() {
+        violations.push(format!(
+            "{} offsets for {} buffers",
+            packing.offsets.len(),
+            buffers.len()
+        ));
+        return violations;
+    }
+    let mut highest = 0;
+    for (index, (buffer, &offset)) in buffers.iter().zip(&packing.offsets).enumerate() {
+        highest = u64::max(highest, offset + buffer.size);
+        if buffer.alignment > 1 && offset % buffer.alignment != 0 {
+            violations.push(format!(
+                "buffer {index} at {offset} is not aligned to {}",
+                buffer.alignment
+            ));
+        }
+        if let Some(fixed) = buffer.fixed_offset {
+            if fixed != offset {
+                violations.push(format!(
+                    "buffer {index} moved from fixed {fixed} to {offset}"
+                ));
+            }
+        }
+    }
+    if highest != packing.height {
+        violations.push(format!(
+            "height {} but the highest end is {highest}",
+            packing.height
+        ));
+    }
+    for a in 0..buffers.len() {
+        for b in a + 1..buffers.len() {
+            let (x, y) = (&buffers[a], &buffers[b]);
+            if x.size == 0 || y.size == 0 || !x.lifetime.overlaps(y.lifetime) {
+                continue;
+            }
+            let (ox, oy) = (packing.offsets[a], packing.offsets[b]);
+            if ox < oy + y.size && oy < ox + x.size {
+                violations.push(format!(
+                    "buffers {a} [{ox}, {}) and {b} [{oy}, {}) overlap while both live",
+                    ox + x.size,
+                    oy + y.size
+                ));
+            }
+        }
+    }
+    violations
+}
+
+/// Panics with every violation when `packing` is not a valid packing of `buffers`.
+pub fn assert_valid_packing(buffers: &[Buffer], packing: &Packing) {
+    let violations = packing_violations(buffers, packing);
+    assert!(
+        violations.is_empty(),
+        "invalid packing:\n  {}",
+        violations.join("\n  ")
+    );
+}
+
+/// Every way `plan` breaks the plan contract for `request` that a planner can get wrong:
+/// tensors without exactly one allocation, bindings to the wrong role or to a missing arena,
+/// misaligned or out-of-arena slots, live tensors overlapping in one arena, aliases off their
+/// root's slot, and memories whose arenas exceed the budget.
+pub fn plan_violations(request: &PlanRequest, plan: &MemoryPlan) -> Vec<String> {
+    let mut violations = Vec::new();
+    let mut allocation_of = vec![None; request.tensors.len()];
+    for allocation in plan.allocations.iter() {
+        match allocation_of.get_mut(allocation.tensor as usize) {
+            Some(slot @ None) => *slot = Some(*allocation),
+            Some(Some(_)) => {
+                violations.push(format!("tensor {} allocated twice", allocation.tensor))
+            }
+            None => violations.push(format!(
+                "allocation of unknown tensor {}",
+                allocation.tensor
+            )),
+        }
+    }
+    let arenas: BTreeMap<_, _> = plan
+        .arenas
+        .iter()
+        .map(|a| ((a.role, a.memory, a.source_memory), a))
+        .collect();
+    let mut used = vec![0u64; request.memories.len()];
+    for arena in plan.arenas.iter() {
+        used[arena.memory as usize] += arena.size;
+        if !arena.alignment.is_power_of_two() {
+            violations.push(format!(
+                "arena alignment {} is not a power of two",
+                arena.alignment
+            ));
+        }
+    }
+    for (memory, &bytes) in request.memories.iter().zip(&used) {
+        if let Some(budget) = memory.budget.into_option() {
+            if bytes > budget {
+                violations.push(format!(
+                    "{} holds {bytes} bytes, budget {budget}",
+                    memory.name
+                ));
+            }
+        }
+    }
+    // Non-empty, non-alias slots per arena, for the pairwise overlap check.
+    let mut slots: BTreeMap<_, Vec<usize>> = BTreeMap::new();
+    for (index, tensor) in request.tensors.iter().enumerate() {
+        let Some(allocation) = allocation_of[index] else {
+            violations.push(format!("tensor {} has no allocation", tensor.id));
+            continue;
+        };
+        let binding = allocation.binding;
+        let key = (binding.role, binding.memory, binding.source_memory);
+        if allocation.offset != binding.offset || allocation.size != tensor.size {
+            violations.push(format!(
+                "tensor {}: allocation disagrees with binding",
+                tensor.id
+            ));
+        }
+        if binding.role != tensor.kind.role() {
+            violations.push(format!(
+                "tensor {} bound to a {:?} arena",
+                tensor.id, binding.role
+            ));
+        }
+        if let Some(alias) = tensor.alias_of.into_option() {
+            let root = allocation_of[alias.root as usize].map(|a| a.binding);
+            let expected =
+                root.map(|r| (r.role, r.memory, r.source_memory, r.offset + alias.offset));
+            let actual = (
+                binding.role,
+                binding.memory,
+                binding.source_memory,
+                binding.offset,
+            );
+            if expected != Some(actual) {
+                violations.push(format!(
+                    "alias {} is not at its root's slot plus {}",
+                    tensor.id, alias.offset
+                ));
+            }
+            continue;
+        }
+        if tensor.size == 0 {
+            continue;
+        }
+        let Some(arena) = arenas.get(&key) else {
+            violations.push(format!(
+                "tensor {} bound to a missing arena {key:?}",
+                tensor.id
+            ));
+            continue;
+        };
+        if binding.offset % tensor.alignment.max(1) != 0 {
+            violations.push(format!(
+                "tensor {} at {} not aligned to {}",
+                tensor.id, binding.offset, tensor.alignment
+            ));
+        }
+        if let Some(fixed) = tensor.fixed_offset.into_option() {
+            if fixed != binding.offset {
+                violations.push(format!(
+                    "tensor {} moved from fixed offset {fixed}",
+                    tensor.id
+                ));
+            }
+        }
+        if binding.offset + tensor.size > arena.size {
+            violations.push(format!(
+                "tensor {} ends past its arena ({})",
+                tensor.id, arena.size
+            ));
+        }
+        slots.entry(key).or_default().push(index);
+    }
+    for members in slots.values() {
+        for (position, &a) in members.iter().enumerate() {
+            for &b in &members[position + 1..] {
+                let (x, y) = (&request.tensors[a], &request.tensors[b]);
+                let (ox, oy) = (
+                    allocation_of[a].unwrap().offset,
+                    allocation_of[b].unwrap().offset,
+                );
+                if x.lifetime.overlaps(y.lifetime) && ox < oy + y.size && oy < ox + x.size {
+                    violations.push(format!(
+                        "tensors {} and {} overlap while both live",
+                        x.id, y.id
+                    ));
+                }
+            }
+        }
+    }
+    violations
+}
+
+/// Panics with every violation when `plan` is not a valid plan for `request`.
+pub fn assert_valid_plan(request: &PlanRequest, plan: &MemoryPlan) {
+    let violations = plan_violations(request, plan);
+    assert!(
+        violations.is_empty(),
+        "invalid plan:\n  {}",
+        violations.join("\n  ")
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlapping_live_buffers_are_reported() {
+        let buffers = vec![buffer(10, 0, 3), buffer(10, 3, 5), buffer(10, 4, 5)];
+        let bad = Packing {
+            offsets: vec![0, 5, 0],
+            height: 15,
+            note: String::new(),
+        };
+        let violations = packing_violations(&buffers, &bad);
+        assert_eq!(violations.len(), 2, "{violations:?}");
+        let good = Packing {
+            offsets: vec![0, 10, 0],
+            height: 20,
+            note: String::new(),
+        };
+        assert!(packing_violations(&buffers, &good).is_empty());
+    }
+
+    #[test]
+    fn misalignment_moved_fixed_offsets_and_wrong_height_are_reported() {
+        let buffers = vec![
+            Buffer {
+                alignment: 8,
+                ..buffer(8, 0, 0)
+            },
+            Buffer {
+                fixed_offset: Some(32),
+                ..buffer(8, 0, 0)
+            },
+        ];
+        let packing = Packing {
+            offsets: vec![4, 16],
+            height: 40,
+            note: String::new(),
+        };
+        assert_eq!(packing_violations(&buffers, &packing).len(), 3);
+    }
+}

@@ -1,0 +1,181 @@
+//! `memplan bench` end to end: the figures the greedy planner must reach on the shared corpus
+//! (MiniMalloc instances, TFLite Micro traces, real models), several planners per input, the
+//! output formats, and determinism.
+
+use std::path::{Path, PathBuf};
+
+use memplan_tests::{describe, require_corpus, run_memplan, temp_dir};
+use serde_json::Value;
+
+/// Runs `memplan bench ARGS --format json --runs 1` and returns its rows, asserting success.
+fn bench_json(args: &[&str]) -> Vec<Value> {
+    let mut all: Vec<&str> = vec!["bench"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json", "--runs", "1"]);
+    let output = run_memplan(&all);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let document: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|error| panic!("bench JSON: {error}\n{}", describe(&output)));
+    document["results"]
+        .as_array()
+        .expect("`results` is an array")
+        .clone()
+}
+
+fn csv_files(dir: &Path) -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "csv"))
+        .map(|path| path.display().to_string())
+        .collect();
+    files.sort();
+    files
+}
+
+fn number(row: &Value, key: &str) -> u64 {
+    row[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("row without `{key}`: {row}"))
+}
+
+/// A small MiniMalloc CSV written to a fresh directory.
+fn small_trace() -> PathBuf {
+    let path = temp_dir("bench").join("trace.csv");
+    std::fs::write(
+        &path,
+        "id,lower,upper,size\n0,0,2,32\n1,1,3,64\n2,2,4,32\n3,3,5,48\n4,0,5,16\n",
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn greedy_bestfit_is_within_1_45_of_the_lower_bound_on_minimalloc() {
+    let Some(corpus) = require_corpus("greedy_bestfit_is_within_1_45_of_the_lower_bound") else {
+        return;
+    };
+    let files = csv_files(&corpus.join("minimalloc"));
+    let mut args: Vec<&str> = files.iter().map(String::as_str).collect();
+    args.extend_from_slice(&["--planner", "greedy-bestfit"]);
+    let rows = bench_json(&args);
+    assert_eq!(rows.len(), files.len());
+    for (row, file) in rows.iter().zip(&files) {
+        assert_eq!(
+            row["input"].as_str(),
+            Some(file.as_str()),
+            "rows in input order"
+        );
+        let (height, bound) = (number(row, "height"), number(row, "lower_bound"));
+        assert!(
+            height as f64 <= 1.45 * bound as f64,
+            "{file}: height {height}, lower bound {bound}"
+        );
+    }
+}
+
+#[test]
+fn first_fit_reproduces_tflm_greedy_figures() {
+    let Some(corpus) = require_corpus("first_fit_reproduces_tflm_greedy_figures") else {
+        return;
+    };
+    let dir = corpus.join("tflm-traces");
+    for (file, tflm) in [
+        ("greedy_medium_test.csv", 90),
+        ("greedy_overlap_test.csv", 120),
+        ("person_detection_greedy_test.csv", 64512),
+    ] {
+        let path = dir.join(file).display().to_string();
+        let rows = bench_json(&[&path, "--planner-options", r#"{"fit":"first"}"#]);
+        assert_eq!(number(&rows[0], "height"), tflm, "{file}");
+    }
+}
+
+#[test]
+fn scratch_is_no_larger_than_tflm_graph_only_on_every_model() {
+    let Some(corpus) = require_corpus("scratch_is_no_larger_than_tflm_graph_only") else {
+        return;
+    };
+    // `graph_only` of shared/data/models/README.md.
+    let graph_only = [
+        ("hello_world_float.tflite", 128),
+        ("hello_world_int8.tflite", 32),
+        ("micro_speech_quantized.tflite", 5968),
+        ("person_detect.tflite", 55296),
+        ("keyword_scrambled.tflite", 288),
+        ("simple_add_model.tflite", 49152),
+        ("kws_ref_model.tflite", 16000),
+        ("vww_96_int8.tflite", 73728),
+    ];
+    let paths: Vec<String> = graph_only
+        .iter()
+        .map(|(file, _)| corpus.join("models").join(file).display().to_string())
+        .collect();
+    let mut args: Vec<&str> = paths.iter().map(String::as_str).collect();
+    args.extend_from_slice(&["--planner", "greedy-bestfit"]);
+    let rows = bench_json(&args);
+    for (row, (file, figure)) in rows.iter().zip(graph_only) {
+        let height = number(row, "height");
+        assert!(
+            height <= figure,
+            "{file}: scratch {height} > graph_only {figure}"
+        );
+    }
+}
+
+#[test]
+fn several_planners_give_one_row_each_in_the_order_listed() {
+    let trace = small_trace();
+    let trace = trace.display().to_string();
+    let rows = bench_json(&[&trace, "--planner", "greedy-bestfit,linear"]);
+    let planners: Vec<&str> = rows
+        .iter()
+        .map(|r| r["planner"].as_str().unwrap())
+        .collect();
+    assert_eq!(planners, vec!["greedy-bestfit", "linear"]);
+    assert_eq!(
+        number(&rows[0], "lower_bound"),
+        number(&rows[1], "lower_bound")
+    );
+    assert!(number(&rows[0], "height") <= number(&rows[1], "height"));
+    assert!(number(&rows[0], "height") >= number(&rows[0], "lower_bound"));
+}
+
+#[test]
+fn csv_output_is_the_same_from_one_bench_to_the_next_but_for_times() {
+    let trace = small_trace();
+    let trace = trace.display().to_string();
+    let bench_csv = || {
+        let output = run_memplan([
+            "bench",
+            &trace,
+            "--planner",
+            "greedy-bestfit,linear",
+            "--format",
+            "csv",
+            "--runs",
+            "3",
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        let text = String::from_utf8(output.stdout).unwrap();
+        // Drop the time column (6th) and keep the rest.
+        text.lines()
+            .map(|line| {
+                let mut fields: Vec<&str> = line.split(',').collect();
+                fields.remove(5);
+                fields.join(",")
+            })
+            .collect::<Vec<String>>()
+    };
+    let first = bench_csv();
+    assert_eq!(first[0], "input,planner,height,lower_bound,ratio,error");
+    assert_eq!(first.len(), 3);
+    assert_eq!(bench_csv(), first);
+}
+
+#[test]
+fn a_bad_planner_list_is_bad_usage() {
+    let output = run_memplan(["bench", "model.csv", "--planner", "greedy-bestfit,,linear"]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("empty planner name"));
+}

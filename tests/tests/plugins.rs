@@ -1,0 +1,382 @@
+//! Plugin discovery and selection, end to end: the real `memplan` binary with the workspace
+//! plugins and with fixture plugins built out of tree (tests/fixtures/plugins).
+//!
+//! Tests marked `needs the model reader (issue 3)` run `memplan plan` on a model and can only
+//! pass once the model reader and the analysis exist.
+
+use std::path::Path;
+
+use memplan_tests::{
+    build_fixture_plugin, describe, fixture_plugin, library_file_name, memplan, plugin_api_copy,
+    plugin_dir, plugin_dir_with, run_memplan, temp_dir, tiny_model,
+};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+fn sha256_of(path: &Path) -> String {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    format!("{:x}", Sha256::digest(bytes))
+}
+
+/// Runs `memplan planners --format json` with `args` and returns the parsed document.
+fn planners_json(args: &[&str]) -> (Value, std::process::Output) {
+    planners_json_of(&mut memplan(), args)
+}
+
+/// Runs `command` (a `memplan` command) with `planners --format json` and `args` appended.
+fn planners_json_of(
+    command: &mut std::process::Command,
+    args: &[&str],
+) -> (Value, std::process::Output) {
+    let output = command
+        .args(["planners", "--format", "json"])
+        .args(args)
+        .output()
+        .expect("start memplan");
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let document = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", describe(&output)));
+    (document, output)
+}
+
+/// Runs `memplan plan` on the tiny model with planner `name`, `--plugin-dir dir` and `extra`
+/// arguments, writing into a fresh output directory.
+fn plan_tiny(name: &str, dir: &Path, extra: &[&str]) -> std::process::Output {
+    memplan()
+        .arg("plan")
+        .arg(tiny_model())
+        .args(["--planner", name, "--plugin-dir"])
+        .arg(dir)
+        .arg("--out")
+        .arg(temp_dir("plan-out"))
+        .args(extra)
+        .output()
+        .expect("start memplan")
+}
+
+fn planner<'a>(document: &'a Value, name: &str) -> Option<&'a Value> {
+    document["planners"]
+        .as_array()
+        .expect("planners is a list")
+        .iter()
+        .find(|planner| planner["name"] == name)
+}
+
+fn rejected(document: &Value) -> &Vec<Value> {
+    document["rejected"].as_array().expect("rejected is a list")
+}
+
+fn keys(object: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = object
+        .as_object()
+        .expect("an object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort();
+    keys
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts that memplan exited with `code` and returns what it wrote on stderr.
+fn failed_with(output: &std::process::Output, code: i32) -> String {
+    assert_eq!(output.status.code(), Some(code), "{}", describe(output));
+    stderr(output)
+}
+
+#[test]
+fn planners_json_lists_linear_with_the_sha256_of_its_file() {
+    let (document, _) = planners_json(&[]);
+    assert_eq!(keys(&document), ["planners", "rejected"]);
+    let linear = planner(&document, "linear").expect("linear is listed");
+    assert_eq!(
+        keys(linear),
+        ["description", "name", "path", "sha256", "version"]
+    );
+    let path = Path::new(linear["path"].as_str().expect("path is a string"));
+    assert_eq!(
+        path.parent(),
+        Some(plugin_dir().canonicalize().unwrap().as_path())
+    );
+    assert_eq!(linear["sha256"].as_str(), Some(sha256_of(path).as_str()));
+    assert!(!linear["version"].as_str().unwrap().is_empty());
+    assert!(!linear["description"].as_str().unwrap().is_empty());
+}
+
+#[test]
+fn planners_text_shows_name_file_and_hash() {
+    let output = run_memplan(["planners"]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    let library = plugin_dir()
+        .canonicalize()
+        .unwrap()
+        .join(library_file_name("memplan_planner_linear"));
+    assert!(text.contains("linear "), "{text}");
+    assert!(text.contains(&library.display().to_string()), "{text}");
+    assert!(text.contains(&sha256_of(&library)), "{text}");
+}
+
+#[test]
+fn test_plugins_are_never_on_the_default_search_path() {
+    let vendor = fixture_plugin("vendor");
+    let panics = fixture_plugin("misbehaving");
+    let default_dir = plugin_dir().canonicalize().unwrap();
+    for library in [&vendor, &panics] {
+        assert!(!library.starts_with(&default_dir), "{}", library.display());
+    }
+    let (document, output) = planners_json(&[]);
+    for name in ["fixture-vendor", "fixture-panics", "fixture-hangs"] {
+        assert!(planner(&document, name).is_none(), "{}", describe(&output));
+    }
+    assert!(rejected(&document).is_empty(), "{}", describe(&output));
+}
+
+#[test]
+fn an_out_of_tree_plugin_is_found_with_plugin_dir_and_listed() {
+    let library = fixture_plugin("vendor");
+    let file_name = library_file_name("acme_planner");
+    let dir = plugin_dir_with("vendor", &[(&library, &file_name)]);
+    let dir_arg = dir.display().to_string();
+    let (document, output) = planners_json(&["--plugin-dir", &dir_arg]);
+    let vendor = planner(&document, "fixture-vendor")
+        .unwrap_or_else(|| panic!("fixture-vendor not listed: {}", describe(&output)));
+    let path = dir.canonicalize().unwrap().join(&file_name);
+    assert_eq!(
+        vendor["path"].as_str(),
+        Some(path.display().to_string().as_str())
+    );
+    assert_eq!(vendor["version"], "2.3.4");
+    assert_eq!(
+        vendor["description"],
+        "test fixture: an out-of-tree planner, one slot per tensor"
+    );
+    assert_eq!(vendor["sha256"].as_str(), Some(sha256_of(&path).as_str()));
+    // The default directory is still searched after --plugin-dir.
+    assert!(
+        planner(&document, "linear").is_some(),
+        "{}",
+        describe(&output)
+    );
+}
+
+#[test]
+fn memplan_plugin_path_is_searched() {
+    let library = fixture_plugin("vendor");
+    let dir = plugin_dir_with("env-path", &[(&library, &library_file_name("acme"))]);
+    let mut command = memplan();
+    command.env(
+        "MEMPLAN_PLUGIN_PATH",
+        format!("/no/such/dir:{}", dir.display()),
+    );
+    let (document, output) = planners_json_of(&mut command, &[]);
+    let vendor = planner(&document, "fixture-vendor").expect("found through the variable");
+    assert!(
+        vendor["path"]
+            .as_str()
+            .unwrap()
+            .starts_with(&dir.canonicalize().unwrap().display().to_string()),
+        "{}",
+        describe(&output)
+    );
+}
+
+#[test]
+fn an_unknown_planner_exits_4_listing_planners_and_directories() {
+    let library = fixture_plugin("vendor");
+    let dir = plugin_dir_with("unknown", &[(&library, &library_file_name("acme"))]);
+    let output = plan_tiny("no-such-planner", &dir, &[]);
+    let message = failed_with(&output, 4);
+    assert!(
+        message.contains("no planner named `no-such-planner`"),
+        "{message}"
+    );
+    assert!(message.contains("linear"), "{message}");
+    assert!(message.contains("fixture-vendor"), "{message}");
+    assert!(
+        message.contains(&dir.canonicalize().unwrap().display().to_string()),
+        "{message}"
+    );
+    let default_dir = plugin_dir().canonicalize().unwrap();
+    assert!(
+        message.contains(&default_dir.display().to_string()),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_missing_plugin_dir_is_bad_usage() {
+    let missing = temp_dir("missing").join("not-there");
+    let output = memplan()
+        .arg("planners")
+        .arg("--plugin-dir")
+        .arg(&missing)
+        .output()
+        .unwrap();
+    let message = failed_with(&output, 2);
+    assert!(message.contains("not-there"), "{message}");
+}
+
+#[test]
+fn a_plugin_built_against_a_drifted_abi_is_rejected_with_a_reason() {
+    // A copy of plugin-api whose TensorRequest has one more field: same crate name, same
+    // ABI version string, different layout.
+    let drifted_api = plugin_api_copy("plugin-api-drifted", |copy| {
+        let abi = copy.join("src").join("abi.rs");
+        let text = std::fs::read_to_string(&abi).unwrap();
+        let anchor = "pub struct TensorRequest {\n";
+        assert!(text.contains(anchor), "plugin-api's TensorRequest moved");
+        let text = text.replace(anchor, &format!("{anchor}    pub drifted_extra: u64,\n"));
+        std::fs::write(&abi, text).unwrap();
+    });
+    let library = build_fixture_plugin("vendor", "memplan-fixture-drifted", &drifted_api);
+    let file_name = library_file_name("drifted");
+    let dir = plugin_dir_with("drifted", &[(&library, &file_name)]);
+    let dir_arg = dir.display().to_string();
+
+    let (document, output) = planners_json(&["--plugin-dir", &dir_arg]);
+    assert!(
+        planner(&document, "fixture-vendor").is_none(),
+        "{}",
+        describe(&output)
+    );
+    let path = dir.canonicalize().unwrap().join(&file_name);
+    let entry = rejected(&document)
+        .iter()
+        .find(|entry| entry["path"].as_str() == Some(path.display().to_string().as_str()))
+        .unwrap_or_else(|| panic!("the drifted plugin is not rejected: {}", describe(&output)));
+    assert_eq!(keys(entry), ["path", "reason"]);
+    let reason = entry["reason"].as_str().unwrap();
+    assert!(reason.contains("incompatible plugin ABI"), "{reason}");
+    assert!(reason.contains("`TensorRequest` differs"), "{reason}");
+    assert!(!reason.contains('\n'), "the reason is one line: {reason}");
+
+    // The full abi_stable layout report only with -v.
+    assert!(
+        !stderr(&output).contains("loader report"),
+        "{}",
+        describe(&output)
+    );
+    let verbose = run_memplan(["-v", "planners", "--plugin-dir", &dir_arg]);
+    assert!(
+        stderr(&verbose).contains("loader report"),
+        "{}",
+        describe(&verbose)
+    );
+
+    let planned = plan_tiny("fixture-vendor", &dir, &[]);
+    let message = failed_with(&planned, 4);
+    assert!(message.contains("rejected"), "{message}");
+}
+
+#[test]
+fn the_same_name_twice_in_one_directory_is_an_error_naming_both_files() {
+    let library = fixture_plugin("vendor");
+    let (first, second) = (library_file_name("acme_a"), library_file_name("acme_b"));
+    let dir = plugin_dir_with("twice", &[(&library, &first), (&library, &second)]);
+    let output = plan_tiny("fixture-vendor", &dir, &[]);
+    let message = failed_with(&output, 4);
+    assert!(
+        message.contains(&first) && message.contains(&second),
+        "{message}"
+    );
+
+    let dir_arg = dir.display().to_string();
+    let (document, output) = planners_json(&["--plugin-dir", &dir_arg]);
+    assert!(
+        planner(&document, "fixture-vendor").is_none(),
+        "{}",
+        describe(&output)
+    );
+    assert_eq!(rejected(&document).len(), 2, "{}", describe(&output));
+}
+
+#[test]
+fn an_earlier_directory_shadows_a_later_one_with_a_warning() {
+    let library = fixture_plugin("vendor");
+    let first = plugin_dir_with("shadow-first", &[(&library, &library_file_name("acme"))]);
+    let second = plugin_dir_with(
+        "shadow-second",
+        &[(&library, &library_file_name("acme_old"))],
+    );
+    let (first_arg, second_arg) = (first.display().to_string(), second.display().to_string());
+    let (document, output) =
+        planners_json(&["--plugin-dir", &first_arg, "--plugin-dir", &second_arg]);
+    let vendor = planner(&document, "fixture-vendor").expect("listed");
+    let winner = first
+        .canonicalize()
+        .unwrap()
+        .join(library_file_name("acme"));
+    let shadowed = second
+        .canonicalize()
+        .unwrap()
+        .join(library_file_name("acme_old"));
+    assert_eq!(
+        vendor["path"].as_str(),
+        Some(winner.display().to_string().as_str())
+    );
+    let warning = stderr(&output);
+    assert!(
+        warning.contains(&shadowed.display().to_string()),
+        "{warning}"
+    );
+    assert!(warning.contains("shadowed"), "{warning}");
+}
+
+#[test]
+#[ignore = "needs the model reader (issue 3)"]
+fn plan_runs_an_out_of_tree_planner_selected_by_name() {
+    let library = fixture_plugin("vendor");
+    let dir = plugin_dir_with("plan-vendor", &[(&library, &library_file_name("acme"))]);
+    let output = plan_tiny("fixture-vendor", &dir, &["-v", "--format", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let document: Value = serde_json::from_slice(&output.stdout).expect("one JSON document");
+    assert_eq!(
+        document["planner"],
+        "fixture-vendor",
+        "{}",
+        describe(&output)
+    );
+    // The plugin's log line reaches the host's log, tagged with the planner's name.
+    let log = stderr(&output);
+    let line = log
+        .lines()
+        .find(|line| line.contains("fixture-vendor placing 2 tensors"))
+        .unwrap_or_else(|| panic!("plugin log line missing: {}", describe(&output)));
+    assert!(line.contains("planner=fixture-vendor"), "{line}");
+}
+
+#[test]
+#[ignore = "needs the model reader (issue 3)"]
+fn a_panicking_planner_exits_4_with_the_panic_message() {
+    let library = fixture_plugin("misbehaving");
+    let dir = plugin_dir_with("plan-panics", &[(&library, &library_file_name("boom"))]);
+    let output = plan_tiny("fixture-panics", &dir, &[]);
+    // Exit 4 (not a signal): the host caught the failure and reported it.
+    let message = failed_with(&output, 4);
+    assert!(
+        message.contains("memplan: error: planner `fixture-panics`"),
+        "{message}"
+    );
+    assert!(
+        message.contains("fixture planner gave up on purpose (2 tensors)"),
+        "{message}"
+    );
+}
+
+#[test]
+#[ignore = "needs the model reader (issue 3)"]
+fn a_planner_that_ignores_the_timeout_is_given_up_on_with_exit_4() {
+    let library = fixture_plugin("misbehaving");
+    let dir = plugin_dir_with("plan-hangs", &[(&library, &library_file_name("stuck"))]);
+    let started = std::time::Instant::now();
+    let output = plan_tiny("fixture-hangs", &dir, &["--timeout", "0.2"]);
+    let message = failed_with(&output, 4);
+    assert!(message.contains("planner `fixture-hangs`"), "{message}");
+    assert!(message.contains("did not stop"), "{message}");
+    // Deadline 0.2 s plus the 1 s grace period, with room for a slow machine.
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+}
