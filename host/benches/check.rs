@@ -184,6 +184,8 @@ fn model_like() -> (Analysis, MemoryPlan) {
         source: PathBuf::from("bench.json"),
         target: "bench".to_string(),
         names: (0..TENSORS).map(|i| format!("tensor_{i}")).collect(),
+        // Not read by the stages under test.
+        memory_lower_bounds: Vec::new(),
         constant_data: vec![None; TENSORS],
         request,
     };

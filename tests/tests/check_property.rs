@@ -158,6 +158,8 @@ fn analysis_of(request: PlanRequest) -> Analysis {
         source: PathBuf::from("random.json"),
         target: "random".to_string(),
         names: (0..count).map(|i| format!("tensor_{i}")).collect(),
+        // Not read by the stages under test.
+        memory_lower_bounds: Vec::new(),
         constant_data: vec![None; count],
         request,
     }

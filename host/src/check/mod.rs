@@ -33,6 +33,13 @@ pub struct CheckedPlan {
     pub lower_bounds: Vec<u64>,
 }
 
+/// A checked plan is still a plan: best-of selection compares checked plans.
+impl std::borrow::Borrow<MemoryPlan> for CheckedPlan {
+    fn borrow(&self) -> &MemoryPlan {
+        &self.plan
+    }
+}
+
 /// What a plan file reader could not turn into request indices. Memories the target does not
 /// have are given indices from `request.memories.len()` on, named here, so that the checker
 /// reports them once with their names; allocations naming tensors the model does not have
@@ -257,6 +264,8 @@ pub(crate) mod testing {
             target: "generic".to_string(),
             request,
             names: names.iter().map(|name| name.to_string()).collect(),
+            // Not read by the stages under test.
+            memory_lower_bounds: Vec::new(),
             constant_data: vec![None; count],
         }
     }

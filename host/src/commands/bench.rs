@@ -27,7 +27,6 @@ use crate::cli::{BenchArgs, BenchFormat};
 use crate::commands::select::parse_planner_list;
 use crate::error::{Error, Result};
 use crate::registry::{Registry, RunLimits};
-use crate::{analyze, input};
 
 /// One planner's figures on one input.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,17 +63,14 @@ pub struct BenchRow {
 pub fn run(args: &BenchArgs, show_progress: bool) -> Result<ExitCode> {
     let planners = parse_planner_list(&args.planner)?;
     let registry = Registry::discover(&args.plugins.plugin_dirs)?;
-    let limits = RunLimits {
-        timeout: args.timeout.map(Duration::from_secs_f64),
-    };
+    let limits = RunLimits::from_timeout_seconds(args.timeout)?;
     let mut progress = Progress::new(
         args.inputs.len() * planners.len() * args.runs as usize,
         show_progress && std::io::stderr().is_terminal(),
     );
     let mut rows = Vec::with_capacity(args.inputs.len() * planners.len());
     for path in &args.inputs {
-        let model = input::read_model(path)?;
-        let mut analysis = analyze::analyze(model)?;
+        let mut analysis = super::read_and_analyze(path, &args.target)?;
         analysis.request.options = RString::from(args.planner_options.as_str());
         let label = path.display().to_string();
         for planner in &planners {

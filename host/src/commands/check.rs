@@ -13,11 +13,10 @@ use crate::analyze::Analysis;
 use crate::check::{self, CheckedPlan, Violations};
 use crate::cli::{CheckArgs, Format};
 use crate::error::{ErrorKind, Result};
-use crate::{analyze, input, plan_file};
+use crate::plan_file;
 
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
-    let model = input::read_model(&args.input)?;
-    let analysis = analyze::analyze(model)?;
+    let analysis = super::read_and_analyze(&args.input, &args.target)?;
     let read = plan_file::read_plan_file(&args.plan, &analysis)?;
     let outcome = check::check_resolved_plan(&analysis, read.plan, read.resolution);
     let report = match args.format {

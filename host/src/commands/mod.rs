@@ -5,3 +5,21 @@ pub mod check;
 pub mod plan;
 pub mod planners;
 pub mod select;
+
+use std::path::Path;
+
+use crate::analyze::{self, Analysis};
+use crate::cli::TargetArgs;
+use crate::error::Result;
+use crate::input;
+
+/// The read and analyze stages, shared by `plan` and `check`: the target flags, then the model.
+pub(crate) fn read_and_analyze(model: &Path, target: &TargetArgs) -> Result<Analysis> {
+    let setup = input::TargetSetup::load(
+        target.target.as_deref(),
+        &target.memory,
+        target.rules.as_deref(),
+    )?;
+    let model = input::read_model(model)?;
+    analyze::analyze(model, &setup.target, &setup.constraints, &setup.rules)
+}

@@ -6,11 +6,12 @@ use std::time::{Duration, Instant};
 use abi_stable::std_types::RString;
 
 use crate::cli::{Format, PlanArgs};
+use crate::commands::select;
 use crate::emit::summary::{self, RunReport};
 use crate::error::{Error, Result};
 use crate::registry::{Registry, RunLimits};
 use crate::render::RenderOptions;
-use crate::{analyze, check, emit, input, render};
+use crate::{check, emit, render};
 
 /// Runs `stage` and records how long it took under `name`.
 fn timed<T>(
@@ -27,37 +28,68 @@ fn timed<T>(
 pub fn run(args: &PlanArgs) -> Result<ExitCode> {
     // Mistakes in the output options, a wrong planner name or a broken plugin are reported
     // before the model is read and planned, which may take long.
-    let render_options = RenderOptions {
+    let mut render_options = RenderOptions {
         prefix: args.prefix.clone(),
         external_arenas: args.external_arenas,
-        planner: args.planner.clone(),
+        planner: String::new(),
     };
     render::check_options(&render_options)?;
     emit::check_destination(&args.out)?;
     let limits = RunLimits::from_timeout_seconds(args.timeout)?;
     let registry = Registry::discover(&args.plugins.plugin_dirs)?;
-    let planner = registry.find(&args.planner)?;
+    let names = select::parse_planner_list(&args.planner)?;
+    let planners = names
+        .iter()
+        .map(|name| registry.find(name))
+        .collect::<Result<Vec<_>>>()?;
 
     let mut timings = Vec::new();
-    let model = timed(&mut timings, "read", || input::read_model(&args.input))?;
-    let mut analysis = timed(&mut timings, "analyze", || analyze::analyze(model))?;
+    let mut analysis = timed(&mut timings, "read+analyze", || {
+        super::read_and_analyze(&args.input, &args.target)
+    })?;
     analysis.request.options = RString::from(args.planner_options.as_str());
 
-    let plan = timed(&mut timings, "plan", || {
-        planner.run(&analysis.request, &limits)
+    // Each candidate plan is checked before it may compete, so a wrong plan never wins.
+    let mut check_time = Duration::ZERO;
+    let planning_start = Instant::now();
+    let selection = select::select_plan(&names, &analysis.request, |name| {
+        let index = names
+            .iter()
+            .position(|n| n == name)
+            .expect("name from the list");
+        let plan = planners[index].run(&analysis.request, &limits)?;
+        let check_start = Instant::now();
+        let checked = check::check_plan(&analysis, plan).map_err(|violations| {
+            let error = Error::from(violations);
+            Error::new(
+                error.kind,
+                format!("planner `{name}` returned a wrong plan: {error}"),
+            )
+        });
+        check_time += check_start.elapsed();
+        checked
     })?;
-    let planner_summary = plan.summary.to_string();
-    let checked = timed(&mut timings, "check", || {
-        check::check_plan(&analysis, plan).map_err(Error::from)
-    })?;
+    timings.push(("plan", planning_start.elapsed().saturating_sub(check_time)));
+    timings.push(("check", check_time));
+
+    let (candidate_lines, candidates) = if names.len() > 1 {
+        (selection.report_lines(), selection.report_json())
+    } else {
+        (Vec::new(), serde_json::Value::Null)
+    };
+    render_options.planner = selection.chosen_planner().to_string();
+    let checked = selection.into_plan();
+    let planner_summary = checked.plan.summary.to_string();
     let rendered = timed(&mut timings, "render", || {
         render::render(&analysis, &checked, &render_options)
     })?;
     let files = timed(&mut timings, "emit", || emit::emit(&rendered, &args.out))?;
 
     let report = RunReport {
-        planner: args.planner.clone(),
+        planner: render_options.planner.clone(),
         planner_summary,
+        candidate_lines,
+        candidates,
         timings,
         out: args.out.clone(),
         files,

@@ -5,6 +5,7 @@
 //! depend on how planners are found or run. The closure should return only plans the checker
 //! accepted (an error of kind `Rejected` otherwise), so that an invalid plan never wins.
 
+use std::borrow::Borrow;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -49,32 +50,33 @@ pub fn writable_bytes(request: &PlanRequest, plan: &MemoryPlan) -> u64 {
         .sum()
 }
 
-/// One planner's result.
+/// One planner's result. `P` is the plan as the caller keeps it: a `MemoryPlan`, or a
+/// checked plan that borrows as one.
 #[derive(Debug)]
-pub struct PlannerRun {
+pub struct PlannerRun<P> {
     pub planner: String,
     pub elapsed: Duration,
-    pub outcome: Result<MemoryPlan>,
+    pub outcome: Result<P>,
     /// [`writable_bytes`] of the plan, when there is one.
     pub writable_bytes: Option<u64>,
 }
 
 /// Every planner's result and which plan was kept.
 #[derive(Debug)]
-pub struct Selection {
+pub struct Selection<P> {
     /// In the order the planners were listed.
-    pub runs: Vec<PlannerRun>,
+    pub runs: Vec<PlannerRun<P>>,
     /// Index in `runs` of the kept plan (always a successful run).
     pub chosen: usize,
 }
 
-impl Selection {
+impl<P> Selection<P> {
     pub fn chosen_planner(&self) -> &str {
         &self.runs[self.chosen].planner
     }
 
     /// The kept plan.
-    pub fn plan(&self) -> &MemoryPlan {
+    pub fn plan(&self) -> &P {
         self.runs[self.chosen]
             .outcome
             .as_ref()
@@ -82,7 +84,7 @@ impl Selection {
     }
 
     /// Takes the kept plan out of the selection.
-    pub fn into_plan(mut self) -> MemoryPlan {
+    pub fn into_plan(mut self) -> P {
         self.runs
             .swap_remove(self.chosen)
             .outcome
@@ -147,11 +149,11 @@ fn format_ms(duration: Duration) -> String {
 /// [`writable_bytes`] (ties: the first listed). Fails only when no planner gave a plan: with
 /// one planner, with its own error; with several, with an error listing each failure, of the
 /// first failure's kind.
-pub fn select_plan(
+pub fn select_plan<P: Borrow<MemoryPlan>>(
     planners: &[String],
     request: &PlanRequest,
-    mut run: impl FnMut(&str) -> Result<MemoryPlan>,
-) -> Result<Selection> {
+    mut run: impl FnMut(&str) -> Result<P>,
+) -> Result<Selection<P>> {
     let mut runs = Vec::with_capacity(planners.len());
     let mut chosen: Option<usize> = None;
     for planner in planners {
@@ -161,10 +163,10 @@ pub fn select_plan(
         let bytes = outcome
             .as_ref()
             .ok()
-            .map(|plan| writable_bytes(request, plan));
+            .map(|plan| writable_bytes(request, plan.borrow()));
         if let Some(bytes) = bytes {
             let smaller = chosen.is_none_or(|best| {
-                let best: &PlannerRun = &runs[best];
+                let best: &PlannerRun<P> = &runs[best];
                 bytes < best.writable_bytes.expect("chosen runs succeeded")
             });
             if smaller {
@@ -184,7 +186,7 @@ pub fn select_plan(
     }
 }
 
-fn all_failed(mut runs: Vec<PlannerRun>) -> Error {
+fn all_failed<P>(mut runs: Vec<PlannerRun<P>>) -> Error {
     if runs.len() == 1 {
         return runs
             .pop()
@@ -308,12 +310,12 @@ mod tests {
     #[test]
     fn when_all_fail_the_error_keeps_the_kind() {
         let one = select_plan(&names("a"), &request(), |_| {
-            Err(Error::does_not_fit("too big"))
+            Err::<MemoryPlan, _>(Error::does_not_fit("too big"))
         })
         .unwrap_err();
         assert_eq!(one, Error::does_not_fit("too big"));
         let both = select_plan(&names("a,b"), &request(), |p| {
-            Err(Error::does_not_fit(format!("{p} too big")))
+            Err::<MemoryPlan, _>(Error::does_not_fit(format!("{p} too big")))
         })
         .unwrap_err();
         assert_eq!(both.kind, ErrorKind::DoesNotFit);

@@ -17,6 +17,10 @@ pub struct RunReport {
     pub planner: String,
     /// The planner's one-line note about its plan (may be empty).
     pub planner_summary: String,
+    /// With several planners (`--planner a,b`), one line per planner for people and the same
+    /// as JSON; empty / `Null` with one planner.
+    pub candidate_lines: Vec<String>,
+    pub candidates: serde_json::Value,
     /// Wall-clock time of each stage, in pipeline order (`read`, `analyze`, `plan`, ...).
     pub timings: Vec<(&'static str, Duration)>,
     /// The output directory and the files written there.
@@ -29,6 +33,8 @@ struct SummaryDocument<'a> {
     prefix: &'a str,
     planner: &'a str,
     planner_summary: &'a str,
+    #[serde(skip_serializing_if = "serde_json::Value::is_null")]
+    candidates: &'a serde_json::Value,
     plan_hash: &'a str,
     tensor_layout_hash: &'a str,
     arenas: Vec<ArenaSummary<'a>>,
@@ -76,6 +82,7 @@ pub fn write_json(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
         prefix: &plan.prefix,
         planner: &report.planner,
         planner_summary: &report.planner_summary,
+        candidates: &report.candidates,
         plan_hash: &plan.plan_hash,
         tensor_layout_hash: &plan.tensor_layout_hash,
         arenas: plan
@@ -117,6 +124,9 @@ pub fn write_text(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
         "module `{}`, planned by {}{planner_note}",
         plan.prefix, report.planner
     )?;
+    for line in &report.candidate_lines {
+        writeln!(out, "  {line}")?;
+    }
     writeln!(
         out,
         "plan_hash {}  tensor_layout_hash {}",

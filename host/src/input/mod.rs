@@ -1,24 +1,62 @@
 //! Read stage: model files, targets, memory constraints and attribute rules.
 //!
-//! Entry point: [`read_model`], which picks the reader by file extension. Every reader turns
-//! bad input into an [`Error`] of kind `Input` (exit 2) naming the file and the place in it.
+//! Entry points: [`read_model`], which picks the reader by file extension, and
+//! [`TargetSetup::load`] for what the target flags name. Every reader turns bad input into an
+//! [`Error`] of kind `Input` (exit 2) naming the file and the place in it.
 
+pub mod base64;
+pub mod constraints;
+pub mod csv;
+pub mod json;
 pub mod model;
+pub mod rules;
+mod source;
+pub mod target;
 pub mod tflite;
 
 use std::path::Path;
 
 use crate::error::{Error, Result};
+pub use constraints::{Constraints, MemoryConstraint, MemoryLimit};
 pub use model::{Model, ModelAlias, Operator, Tensor};
+pub use rules::{Attributes, Rules};
+pub use target::{Target, TargetMemory};
 
 /// Reads a model: `.json` (memplan model JSON), `.tflite`, `.csv` (MiniMalloc).
 pub fn read_model(path: &Path) -> Result<Model> {
-    let extension = path.extension().and_then(|extension| extension.to_str());
-    if extension.is_some_and(|extension| extension.eq_ignore_ascii_case("tflite")) {
-        return tflite::read_tflite(path);
+    let extension = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match extension.as_deref() {
+        Some("json") => json::read_model_json(path),
+        Some("csv") => csv::read_minimalloc_csv(path),
+        Some("tflite") => tflite::read_tflite(path),
+        _ => Err(Error::input(format!(
+            "{}: unknown model format; give a memplan model `.json`, a `.tflite` or a MiniMalloc `.csv`",
+            path.display()
+        ))),
     }
-    Err(Error::internal(format!(
-        "{}: model readers are not implemented yet",
-        path.display()
-    )))
+}
+
+/// What `--target`, `--memory` and `--rules` name, read and parsed (checked against each other
+/// by the analysis).
+#[derive(Clone, Debug)]
+pub struct TargetSetup {
+    pub target: Target,
+    pub constraints: Constraints,
+    pub rules: Rules,
+}
+
+impl TargetSetup {
+    pub fn load(target: Option<&str>, memory: &[String], rules: Option<&Path>) -> Result<Self> {
+        Ok(TargetSetup {
+            target: Target::load(target)?,
+            constraints: Constraints::from_args(memory)?,
+            rules: match rules {
+                Some(path) => Rules::read(path)?,
+                None => Rules::default(),
+            },
+        })
+    }
 }

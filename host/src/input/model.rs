@@ -8,6 +8,10 @@ use std::path::PathBuf;
 
 pub use memplan_plugin_api::{Lifetime, TensorKind};
 
+/// The largest tensor any reader accepts: 2^48 bytes (256 TiB). No microcontroller memory is
+/// anywhere near; the cap keeps offset + size sums of planners far from 64-bit overflow.
+pub const MAX_TENSOR_BYTES: u64 = 1 << 48;
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Model {
     /// The file the model was read from, for messages.

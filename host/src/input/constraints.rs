@@ -1,0 +1,245 @@
+//! Memory constraints: narrow a target memory's budget and raise its arena alignment.
+//!
+//! Given as `--memory NAME=BYTES` (BYTES may end in `K` or `M`, binary) or `--memory FILE`
+//! with a JSON list of `{name, max_size, arena_alignment}` (heliaAOT's shape). Later entries
+//! win over earlier ones for the same memory.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::input::source::{parse_json, read_text};
+use crate::input::target::Target;
+
+/// One constraint, before it is checked against a target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryConstraint {
+    /// Memory name as the user wrote it.
+    pub memory: String,
+    pub max_size: Option<u64>,
+    pub arena_alignment: Option<u64>,
+    /// Where it came from, for messages (`--memory SRAM=64K`, `limits.json: entry 2`).
+    pub origin: String,
+}
+
+/// Every constraint the user gave, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Constraints {
+    pub entries: Vec<MemoryConstraint>,
+}
+
+/// What the constraints leave of each target memory, by memory index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryLimit {
+    /// Bytes all arenas in the memory may take: the constraint, else the capacity.
+    pub budget: Option<u64>,
+    /// Arena alignment the user asked for (a power of two), if any.
+    pub arena_alignment: Option<u64>,
+}
+
+impl Constraints {
+    /// Parses the `--memory` values.
+    pub fn from_args(values: &[String]) -> Result<Constraints> {
+        let mut entries = Vec::new();
+        for value in values {
+            match value.split_once('=') {
+                Some((name, bytes)) => {
+                    let origin = format!("--memory {value}");
+                    let max_size = parse_bytes(bytes.trim()).ok_or_else(|| {
+                        Error::input(format!(
+                            "{origin}: `{bytes}` is not a byte count; write NAME=BYTES, e.g. SRAM=65536 or SRAM=64K"
+                        ))
+                    })?;
+                    entries.push(MemoryConstraint {
+                        memory: name.trim().to_string(),
+                        max_size: Some(max_size),
+                        arena_alignment: None,
+                        origin,
+                    });
+                }
+                None => entries.extend(Constraints::read(Path::new(value))?.entries),
+            }
+        }
+        Ok(Constraints { entries })
+    }
+
+    /// Reads a constraints JSON file: a list of `{name, max_size, arena_alignment}`.
+    pub fn read(path: &Path) -> Result<Constraints> {
+        let text = read_text(
+            path,
+            "a memory constraints JSON (or write --memory NAME=BYTES)",
+        )?;
+        let docs: Vec<ConstraintDoc> = parse_json(
+            path,
+            &text,
+            "a memory constraints JSON: [{\"name\": \"SRAM\", \"max_size\": 65536, \"arena_alignment\": 16}]",
+        )?;
+        Ok(Constraints {
+            entries: docs
+                .into_iter()
+                .enumerate()
+                .map(|(index, doc)| MemoryConstraint {
+                    memory: doc.name,
+                    max_size: doc.max_size,
+                    arena_alignment: doc.arena_alignment,
+                    origin: format!("{}: entry {index}", path.display()),
+                })
+                .collect(),
+        })
+    }
+
+    /// Checks every constraint against `target` and returns the limit of each of its memories.
+    /// Unknown memories, alignments that are not powers of two and budgets above a memory's
+    /// capacity are input errors.
+    pub fn apply(&self, target: &Target) -> Result<Vec<MemoryLimit>> {
+        let mut limits: Vec<MemoryLimit> = target
+            .memories
+            .iter()
+            .map(|m| MemoryLimit {
+                budget: m.capacity,
+                arena_alignment: None,
+            })
+            .collect();
+        for constraint in &self.entries {
+            let origin = &constraint.origin;
+            let index = target.memory_index(&constraint.memory).ok_or_else(|| {
+                Error::input(format!(
+                    "{origin}: target {} has no memory `{}`; its memories are {}",
+                    target.name,
+                    constraint.memory,
+                    target.memory_names()
+                ))
+            })?;
+            let memory = &target.memories[index];
+            if let Some(max_size) = constraint.max_size {
+                if let Some(capacity) = memory.capacity.filter(|&c| max_size > c) {
+                    return Err(Error::input(format!(
+                        "{origin}: {} bytes exceed the {capacity} bytes {} has on target {}; give at most {capacity}",
+                        max_size, memory.name, target.name
+                    )));
+                }
+                limits[index].budget = Some(max_size);
+            }
+            if let Some(alignment) = constraint.arena_alignment {
+                if !alignment.is_power_of_two() {
+                    return Err(Error::input(format!(
+                        "{origin}: arena_alignment {alignment} of {} is not a power of two",
+                        memory.name
+                    )));
+                }
+                limits[index].arena_alignment = Some(alignment);
+            }
+        }
+        Ok(limits)
+    }
+}
+
+/// `65536`, `64K`, `64KiB`, `1M`, `1MiB` (binary units).
+fn parse_bytes(text: &str) -> Option<u64> {
+    let (digits, multiplier) = if let Some(d) = text
+        .strip_suffix("KiB")
+        .or_else(|| text.strip_suffix('K'))
+        .or_else(|| text.strip_suffix('k'))
+    {
+        (d, 1024)
+    } else if let Some(d) = text.strip_suffix("MiB").or_else(|| text.strip_suffix('M')) {
+        (d, 1024 * 1024)
+    } else {
+        (text, 1)
+    };
+    digits.trim().parse::<u64>().ok()?.checked_mul(multiplier)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConstraintDoc {
+    name: String,
+    #[serde(default)]
+    max_size: Option<u64>,
+    #[serde(default)]
+    arena_alignment: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(values: &[&str]) -> Vec<String> {
+        values.iter().map(|v| v.to_string()).collect()
+    }
+
+    #[test]
+    fn memory_flags_narrow_budgets_later_wins() {
+        let target = Target::preset("apollo3_evb").unwrap();
+        let constraints =
+            Constraints::from_args(&args(&["sram=64K", "DTCM=1000", "DTCM=2000"])).unwrap();
+        let limits = constraints.apply(&target).unwrap();
+        assert_eq!(limits[0].budget, Some(2000));
+        assert_eq!(limits[1].budget, Some(65_536));
+        assert_eq!(limits[2].budget, Some(1_048_576));
+    }
+
+    #[test]
+    fn constraint_errors_name_the_flag_and_what_to_fix() {
+        let target = Target::preset("apollo3_evb").unwrap();
+        let error = Constraints::from_args(&args(&["PSRAM=1"]))
+            .unwrap()
+            .apply(&target)
+            .unwrap_err();
+        assert!(
+            error.message.contains("--memory PSRAM=1"),
+            "{}",
+            error.message
+        );
+        assert!(
+            error.message.contains("DTCM, SRAM, MRAM"),
+            "{}",
+            error.message
+        );
+        let error = Constraints::from_args(&args(&["DTCM=65537"]))
+            .unwrap()
+            .apply(&target)
+            .unwrap_err();
+        assert!(error.message.contains("at most 65536"), "{}", error.message);
+        let error = Constraints::from_args(&args(&["DTCM=lots"])).unwrap_err();
+        assert!(
+            error.message.contains("not a byte count"),
+            "{}",
+            error.message
+        );
+        assert_eq!(error.kind, crate::ErrorKind::Input);
+    }
+
+    #[test]
+    fn constraints_file_sets_alignment_and_rejects_non_powers_of_two() {
+        let dir = std::env::temp_dir().join(format!("memplan-constraints-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.json");
+        std::fs::write(
+            &good,
+            r#"[{"name":"SRAM","max_size":4096,"arena_alignment":64}]"#,
+        )
+        .unwrap();
+        let limits = Constraints::from_args(&[good.display().to_string()])
+            .unwrap()
+            .apply(&Target::generic())
+            .unwrap();
+        assert_eq!(
+            limits[0],
+            MemoryLimit {
+                budget: Some(4096),
+                arena_alignment: Some(64)
+            }
+        );
+        let bad = dir.join("bad.json");
+        std::fs::write(&bad, r#"[{"name":"SRAM","arena_alignment":48}]"#).unwrap();
+        let error = Constraints::read(&bad)
+            .unwrap()
+            .apply(&Target::generic())
+            .unwrap_err();
+        assert!(error.message.contains("entry 0"), "{}", error.message);
+        assert!(error.message.contains("power of two"), "{}", error.message);
+        assert!(parse_bytes("1MiB") == Some(1 << 20) && parse_bytes("-1").is_none());
+    }
+}

@@ -1,0 +1,85 @@
+//! Benchmark of the `exact` packer (run in release):
+//!
+//! ```text
+//! cargo run --release -p memplan-planner-exact --example bench -- [--time S] INSTANCE...
+//! ```
+//!
+//! An INSTANCE is a MiniMalloc CSV file (half-open lifetimes) or `cut:PIECES[:SEED[:STEPS]]`,
+//! a 2^20-byte x STEPS (default 1000) rectangle cut into PIECES buffers (optimum = its width). One line per instance: buffers,
+//! lower bound, greedy height, exact height, time, and the packer's note.
+
+use std::time::{Duration, Instant};
+
+use memplan_planner_exact::instances::{read_minimalloc_csv, rectangle_cut};
+use memplan_planner_exact::problem::Problem;
+use memplan_planner_exact::{greedy, ExactPacker, DEFAULT_TIME_LIMIT};
+use memplan_plugin_api::bounds::lower_bound;
+use memplan_plugin_api::kit::{Buffer, Packer};
+use memplan_plugin_api::HostContext;
+
+/// Width and steps of the cut rectangles.
+const CUT_WIDTH: u64 = 1 << 20;
+const CUT_STEPS: u64 = 1000;
+
+fn load(instance: &str) -> Result<Vec<Buffer>, String> {
+    if let Some(spec) = instance.strip_prefix("cut:") {
+        let mut parts = spec.split(':').map(str::parse::<u64>);
+        let pieces = parts
+            .next()
+            .and_then(Result::ok)
+            .ok_or("cut:PIECES[:SEED[:STEPS]]")?;
+        let seed = parts.next().and_then(Result::ok).unwrap_or(1);
+        let steps = parts.next().and_then(Result::ok).unwrap_or(CUT_STEPS);
+        return Ok(rectangle_cut(
+            CUT_WIDTH,
+            steps as u32,
+            pieces as usize,
+            seed,
+        ));
+    }
+    let text = std::fs::read_to_string(instance).map_err(|error| format!("{instance}: {error}"))?;
+    read_minimalloc_csv(&text).map_err(|error| format!("{instance}: {error}"))
+}
+
+fn greedy_height(buffers: &[Buffer]) -> u64 {
+    let problem = Problem::new(buffers);
+    problem
+        .components
+        .iter()
+        .map(|component| component.height(&greedy::greedy(component)) * problem.unit)
+        .max()
+        .unwrap_or(0)
+}
+
+fn main() -> Result<(), String> {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut time_limit = DEFAULT_TIME_LIMIT;
+    if let Some(position) = args.iter().position(|arg| arg == "--time") {
+        let seconds: f64 = args
+            .get(position + 1)
+            .and_then(|text| text.parse().ok())
+            .ok_or("--time needs a number of seconds")?;
+        time_limit = Duration::from_secs_f64(seconds);
+        args.drain(position..position + 2);
+    }
+    let context = HostContext::detached();
+    println!("instance | buffers | lower bound | greedy | exact | time | note");
+    for instance in &args {
+        let buffers = load(instance)?;
+        let bound = lower_bound(buffers.iter().map(|buffer| (buffer.size, buffer.lifetime)));
+        let started = Instant::now();
+        let packing = ExactPacker::new(time_limit)
+            .pack(&buffers, &context)
+            .map_err(|error| error.message.to_string())?;
+        let elapsed = started.elapsed();
+        println!(
+            "{instance} | {} | {bound} | {} | {} | {:.3} s | {}",
+            buffers.len(),
+            greedy_height(&buffers),
+            packing.height,
+            elapsed.as_secs_f64(),
+            packing.note
+        );
+    }
+    Ok(())
+}

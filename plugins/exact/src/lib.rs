@@ -1,0 +1,548 @@
+//! Planner `exact`: packs each scratch arena by a complete branch-and-bound search for the
+//! smallest height, in the spirit of MiniMalloc (Moffitt, ASPLOS 2023).
+//!
+//! The kit does the passes every planner shares (memories, budgets, spill, constants,
+//! aliases) and hands each arena's buffers to [`ExactPacker`], which:
+//! 1. splits the buffers into independent components (lifetimes chained by overlap) and
+//!    counts sizes in units of the smallest alignment ([`problem`]);
+//! 2. takes a greedy packing of each component as the first upper bound ([`greedy`]) and
+//!    the peak liveness as the lower bound;
+//! 3. for every component above the arena's lower bound, runs resumable searches over
+//!    canonical packings ([`search`]) round-robin with doubling node budgets:
+//!    - *tight* searches at the lower bound (a decision problem: MiniMalloc's capacity
+//!      mode, where pruning is strongest), which either reach the bound (proven optimal) or
+//!      exhaust and raise the bound;
+//!    - *descents* from the greedy height: each packing found lowers the cap below itself,
+//!      until the cap meets the lower bound or the tree is exhausted (proven optimal);
+//!    - each in three candidate orders and with time running both ways (the search time is
+//!      very sensitive to the order), plus short restarts of tight searches in seeded
+//!      shuffled orders with Luby budgets, which cut the heavy tail of the search time;
+//! 4. stops at the deadline (`--timeout`, or the `time_limit_s` option, default 10 s) or
+//!    on the host's cancellation, and returns the best packing found, with a note saying
+//!    whether its height is proven optimal and what bound remains otherwise.
+//!
+//! Node budgets, not the clock, decide when to switch searches, so a run that finishes
+//! before its deadline is deterministic.
+
+use std::time::{Duration, Instant};
+
+use memplan_plugin_api::kit::{plan_with_packer, Buffer, Packer, Packing};
+use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanErrorKind, PlanRequest, Planner};
+
+pub mod greedy;
+pub mod instances;
+pub mod problem;
+pub mod search;
+
+use problem::{Component, Problem};
+use search::{Branching, Deadline, End, Order, Search};
+
+/// Time a plan may take when neither the option nor the host says otherwise.
+pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(10);
+/// Nodes each search gets in the first round; doubled every round.
+const FIRST_BUDGET: u64 = 4096;
+/// Components whose lifetimes cover more (buffer, column) pairs than this get a smaller
+/// portfolio of searches and no restarts.
+const LARGE_COMPONENT: usize = 1 << 20;
+/// Restarts per round get this many times the budget of one persistent search.
+const RESTART_SHARE: u64 = 4;
+/// Nodes of the shortest restart.
+const RESTART_UNIT: u64 = 1024;
+
+/// The Luby sequence 1 1 2 1 1 2 4 1 1 2 ... (`index` from 1): restart lengths within a
+/// constant factor of the best fixed length, whatever the instance.
+fn luby(index: u64) -> u64 {
+    let mut index = index;
+    loop {
+        // Smallest k with 2^k - 1 >= index.
+        let k = 64 - index.leading_zeros() as u64;
+        if index == (1u64 << k) - 1 {
+            return 1 << (k - 1);
+        }
+        index -= (1u64 << (k - 1)) - 1;
+    }
+}
+
+pub struct Exact;
+
+impl Planner for Exact {
+    const NAME: &'static str = "exact";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    const DESCRIPTION: &'static str =
+        "branch-and-bound search for the smallest arena, anytime (option time_limit_s, default 10)";
+
+    fn plan(request: &PlanRequest, context: &HostContext) -> Result<MemoryPlan, PlanError> {
+        let options = ExactOptions::parse(&request.options)?;
+        let packer = ExactPacker::new(options.time_limit);
+        plan_with_packer(request, context, &packer)
+    }
+}
+
+memplan_plugin_api::export_planners!(Exact);
+
+/// The planner's options (`--planner-options`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ExactOptions {
+    /// Search time for the whole plan (all arenas); the host's deadline still applies.
+    pub time_limit: Duration,
+}
+
+impl ExactOptions {
+    pub fn parse(json: &str) -> Result<ExactOptions, PlanError> {
+        let invalid = |message: String| PlanError::new(PlanErrorKind::InvalidRequest, message);
+        let text = if json.trim().is_empty() { "{}" } else { json };
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|error| invalid(format!("planner `exact`: options are not JSON: {error}")))?;
+        let object = value.as_object().ok_or_else(|| {
+            invalid(format!(
+                "planner `exact`: options must be a JSON object like {{\"time_limit_s\": 5}}, got {text}"
+            ))
+        })?;
+        let mut options = ExactOptions {
+            time_limit: DEFAULT_TIME_LIMIT,
+        };
+        for (key, value) in object {
+            match key.as_str() {
+                "time_limit_s" => {
+                    let seconds = value
+                        .as_f64()
+                        .filter(|seconds| seconds.is_finite() && *seconds >= 0.0 && *seconds < 1e9)
+                        .ok_or_else(|| {
+                            invalid(format!(
+                                "planner `exact`: option `time_limit_s` must be a number of seconds >= 0, got {value}"
+                            ))
+                        })?;
+                    options.time_limit = Duration::from_secs_f64(seconds);
+                }
+                other => {
+                    return Err(invalid(format!(
+                        "planner `exact`: unknown option `{other}` (known options: time_limit_s)"
+                    )))
+                }
+            }
+        }
+        Ok(options)
+    }
+}
+
+/// Packs one arena by branch and bound; see the crate documentation.
+pub struct ExactPacker {
+    /// Shared by every arena of one plan: an arena proven optimal early leaves its time to
+    /// the next one.
+    deadline: Instant,
+}
+
+impl ExactPacker {
+    /// A packer whose searches stop `time_limit` from now.
+    pub fn new(time_limit: Duration) -> ExactPacker {
+        let now = Instant::now();
+        ExactPacker {
+            deadline: now
+                .checked_add(time_limit)
+                .unwrap_or(now + DEFAULT_TIME_LIMIT * 1000),
+        }
+    }
+}
+
+/// What the search achieved for one arena, in units.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    pub height: u64,
+    /// No packing is lower than this.
+    pub lower_bound: u64,
+    pub nodes: u64,
+}
+
+impl Outcome {
+    pub fn is_proven(&self) -> bool {
+        self.height <= self.lower_bound
+    }
+}
+
+impl Packer for ExactPacker {
+    fn pack(&self, buffers: &[Buffer], context: &HostContext) -> Result<Packing, PlanError> {
+        let started = Instant::now();
+        let deadline = match context.remaining() {
+            Some(remaining) => self.deadline.min(started + remaining),
+            None => self.deadline,
+        };
+        let problem = Problem::new(buffers);
+        let mut offsets: Vec<Vec<u64>> = problem.components.iter().map(greedy::greedy).collect();
+        let outcome = improve(
+            &problem.components,
+            &mut offsets,
+            Deadline {
+                at: Some(deadline),
+                context,
+            },
+        );
+
+        let mut packing = Packing {
+            offsets: vec![0; buffers.len()],
+            height: 0,
+            note: String::new(),
+        };
+        for &index in &problem.empty {
+            packing.offsets[index] = buffers[index].fixed_offset.unwrap_or(0);
+        }
+        for (component, offsets) in problem.components.iter().zip(&offsets) {
+            for (item, offset) in component.items.iter().zip(offsets) {
+                packing.offsets[item.buffer] = buffers[item.buffer]
+                    .fixed_offset
+                    .unwrap_or(offset * problem.unit);
+            }
+        }
+        packing.height = buffers
+            .iter()
+            .zip(&packing.offsets)
+            .map(|(buffer, offset)| offset + buffer.size)
+            .max()
+            .unwrap_or(0);
+        packing.note = note(&outcome, packing.height, problem.unit, started.elapsed());
+        context.debug(&format!(
+            "exact: {} buffers: {}",
+            buffers.len(),
+            packing.note
+        ));
+        Ok(packing)
+    }
+}
+
+fn note(outcome: &Outcome, height: u64, unit: u64, elapsed: Duration) -> String {
+    let granularity = if unit > 1 {
+        format!(", heights compared in {unit}-byte units")
+    } else {
+        String::new()
+    };
+    let effort = format!(
+        "{} nodes, {:.2} s{granularity}",
+        outcome.nodes,
+        elapsed.as_secs_f64()
+    );
+    if outcome.is_proven() {
+        let reason = if outcome.height == outcome.lower_bound {
+            "equal to the lower bound"
+        } else {
+            "search exhausted"
+        };
+        return format!("height {height}: proven optimal, {reason} ({effort})");
+    }
+    // The top unit of a packing holds at least one byte.
+    let bound = outcome.lower_bound.saturating_sub(1) * unit + 1;
+    let gap = 100.0 * (height as f64 - bound as f64) / bound as f64;
+    format!("height {height}, lower bound {bound} (gap {gap:.2}%): time limit reached ({effort})")
+}
+
+/// Lowers the packing of each component by search until the arena height is proven
+/// optimal or the deadline passes. `offsets` holds a valid packing per component (units)
+/// on entry and on return.
+///
+/// Every component above the arena's lower bound gets a tight search (at the bound) and a
+/// descent search in each [`Order`], on the component and on its mirror image in time.
+/// They are resumable and run round-robin with node budgets doubling every round, so no
+/// search and no component starves the others. After each component's turn come short
+/// restarts (see below). The clock only decides where everything stops.
+pub fn improve(
+    components: &[Component],
+    offsets: &mut [Vec<u64>],
+    deadline: Deadline<'_>,
+) -> Outcome {
+    let mut heights: Vec<u64> = components
+        .iter()
+        .zip(offsets.iter())
+        .map(|(component, offsets)| component.height(offsets))
+        .collect();
+    let mut lower_bound = components.iter().map(|c| c.lower_bound).max().unwrap_or(0);
+    let target = lower_bound;
+    struct Work<'a> {
+        component: usize,
+        searches: Vec<Search<'a>>,
+    }
+    // Time runs both ways in the search: the mirrored component is searched too.
+    let mirrored: Vec<Component> = components.iter().map(Component::mirrored).collect();
+    let mut work: Vec<Work> = (0..components.len())
+        .filter(|&index| heights[index] > lower_bound)
+        .map(|index| {
+            // Each search keeps per-column lists of its buffers; on very large components
+            // only one order runs each way, so memory stays a few times the input's.
+            let orders: &[Order] = if components[index].span_total() > LARGE_COMPONENT {
+                &Order::ALL[..1]
+            } else {
+                &Order::ALL
+            };
+            let mut searches: Vec<Search> = Vec::new();
+            for cap in [target, heights[index] - 1] {
+                for component in [&components[index], &mirrored[index]] {
+                    searches.extend(
+                        orders
+                            .iter()
+                            .map(|&order| Search::new(component, order, cap, target)),
+                    );
+                }
+            }
+            Work {
+                component: index,
+                searches,
+            }
+        })
+        .collect();
+    let mut nodes = 0;
+    let mut budget = FIRST_BUDGET;
+    let mut restarts = 0u64;
+    'rounds: while !work.is_empty() {
+        for job in &mut work {
+            let index = job.component;
+            let mut stopped = false;
+            for search in &mut job.searches {
+                if heights[index] <= lower_bound {
+                    break;
+                }
+                search.lower_cap(heights[index] - 1);
+                search.set_stop_at(lower_bound);
+                let end = search.run(budget, deadline);
+                if let Some((found, packing)) = search.best() {
+                    if *found < heights[index] {
+                        heights[index] = *found;
+                        offsets[index] = packing.clone();
+                    }
+                }
+                match end {
+                    End::Stopped => {
+                        stopped = true;
+                        break;
+                    }
+                    End::Exhausted if search.is_complete() => {
+                        // Nothing at or below the final cap: the component needs one more.
+                        // (A finished search returns at once when run again.)
+                        let proven = (search.cap() + 1).min(heights[index]);
+                        lower_bound = lower_bound.max(proven);
+                    }
+                    _ => {}
+                }
+            }
+            // Restarts: fresh tight searches in seeded shuffled orders, both branchings and
+            // both directions, with short Luby budgets. The search time is heavy-tailed in
+            // the order; restarts cut the tail when the bound is reachable.
+            let mut spent = 0;
+            // Each restart builds its search afresh: not worth it on very large components.
+            let share = if components[index].span_total() > LARGE_COMPONENT {
+                0
+            } else {
+                budget * RESTART_SHARE
+            };
+            while !stopped && spent < share && heights[index] > lower_bound {
+                restarts += 1;
+                let component = if restarts % 2 == 0 {
+                    &components[index]
+                } else {
+                    &mirrored[index]
+                };
+                let branching = if restarts % 4 < 2 {
+                    Branching::Leftmost
+                } else {
+                    Branching::FewestChildren
+                };
+                let mut restart = Search::new(
+                    component,
+                    Order::Shuffled(restarts),
+                    lower_bound,
+                    lower_bound,
+                )
+                .with_branching(branching);
+                let end = restart.run(RESTART_UNIT * luby(restarts), deadline);
+                spent += restart.nodes();
+                nodes += restart.nodes();
+                if let Some((found, packing)) = restart.best() {
+                    if *found < heights[index] {
+                        heights[index] = *found;
+                        offsets[index] = packing.clone();
+                    }
+                }
+                match end {
+                    End::Exhausted if restart.is_complete() => {
+                        let proven = (restart.cap() + 1).min(heights[index]);
+                        lower_bound = lower_bound.max(proven);
+                    }
+                    End::Stopped => stopped = true,
+                    _ => {}
+                }
+            }
+            if stopped {
+                break 'rounds;
+            }
+        }
+        work.retain(|job| {
+            let done = heights[job.component] <= lower_bound;
+            if done {
+                nodes += job.searches.iter().map(Search::nodes).sum::<u64>();
+            }
+            !done
+        });
+        budget = budget.saturating_mul(2);
+    }
+    nodes += work
+        .iter()
+        .flat_map(|job| &job.searches)
+        .map(Search::nodes)
+        .sum::<u64>();
+    Outcome {
+        height: heights.iter().copied().max().unwrap_or(0),
+        lower_bound,
+        nodes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use instances::buffer;
+
+    /// Panics unless the packing is valid for `buffers`: time-overlapping buffers disjoint in
+    /// bytes, offsets aligned, fixed offsets kept, height the highest top.
+    fn assert_valid(buffers: &[Buffer], packing: &Packing) {
+        assert_eq!(packing.offsets.len(), buffers.len());
+        for (index, (buffer, &offset)) in buffers.iter().zip(&packing.offsets).enumerate() {
+            assert_eq!(offset % buffer.alignment, 0, "buffer {index} misaligned");
+            if let Some(fixed) = buffer.fixed_offset {
+                assert_eq!(offset, fixed, "buffer {index} moved from its fixed offset");
+            }
+            assert!(
+                offset + buffer.size <= packing.height,
+                "buffer {index} above the height"
+            );
+            for (other, (second, &second_offset)) in
+                buffers.iter().zip(&packing.offsets).enumerate()
+            {
+                if other > index && buffer.lifetime.overlaps(second.lifetime) {
+                    assert!(
+                        offset + buffer.size <= second_offset
+                            || second_offset + second.size <= offset,
+                        "buffers {index} and {other} overlap"
+                    );
+                }
+            }
+        }
+        let top = buffers
+            .iter()
+            .zip(&packing.offsets)
+            .map(|(b, o)| o + b.size)
+            .max();
+        assert_eq!(packing.height, top.unwrap_or(0));
+    }
+
+    fn pack(buffers: &[Buffer], seconds: f64) -> Packing {
+        let packing = ExactPacker::new(Duration::from_secs_f64(seconds))
+            .pack(buffers, &HostContext::detached())
+            .expect("packs");
+        assert_valid(buffers, &packing);
+        packing
+    }
+
+    #[test]
+    fn a_search_that_finishes_is_deterministic() {
+        // Dense cuts need thousands of nodes (and restarts) before the optimum.
+        let buffers = instances::rectangle_cut(1 << 20, 100, 120, 1);
+        let first = pack(&buffers, 30.0);
+        assert!(first.note.contains("proven optimal"), "{}", first.note);
+        assert!(!first.note.contains("(0 nodes"), "{}", first.note);
+        let second = pack(&buffers, 30.0);
+        assert_eq!(first.offsets, second.offsets);
+    }
+
+    #[test]
+    fn tflm_greedy_medium_is_packed_at_its_lower_bound() {
+        // TFLM's greedy_medium_test (TFLM's greedy planner needs 90).
+        let inline = [
+            buffer(10, 0, 1),
+            buffer(20, 1, 2),
+            buffer(30, 2, 3),
+            buffer(40, 3, 4),
+            buffer(50, 0, 1),
+        ];
+        let mut cases = vec![inline.to_vec()];
+        if let Ok(corpus) = std::env::var("MEMPLAN_CORPUS") {
+            let path = std::path::Path::new(&corpus).join("tflm-traces/greedy_medium_test.csv");
+            let text = std::fs::read_to_string(&path).expect("the corpus has the TFLM traces");
+            cases.push(instances::read_minimalloc_csv(&text).expect("a valid trace"));
+        }
+        for buffers in cases {
+            let packing = pack(&buffers, 10.0);
+            assert_eq!(packing.height, 80);
+            assert!(packing.note.contains("proven optimal"), "{}", packing.note);
+        }
+    }
+
+    #[test]
+    fn rectangle_cuts_are_packed_at_their_width() {
+        for seed in 1..=5 {
+            let buffers = instances::rectangle_cut(1 << 16, 200, 40, seed);
+            let packing = pack(&buffers, 10.0);
+            assert_eq!(packing.height, 1 << 16, "seed {seed}: {}", packing.note);
+            assert!(packing.note.contains("proven optimal"), "{}", packing.note);
+        }
+    }
+
+    #[test]
+    fn a_tiny_time_limit_still_returns_a_valid_packing_with_its_bound() {
+        // A dense cut that the search does not finish in 10 s (see the bench).
+        let buffers = instances::rectangle_cut(1 << 20, 50, 200, 2);
+        let started = Instant::now();
+        let packing = pack(&buffers, 0.05);
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "took {:?}",
+            started.elapsed()
+        );
+        assert!(packing.height > 1 << 20);
+        assert!(
+            packing.note.contains("lower bound 1048576") && packing.note.contains("time limit"),
+            "{}",
+            packing.note
+        );
+    }
+
+    #[test]
+    fn alignment_and_fixed_offsets_are_honoured() {
+        let mut buffers = vec![
+            buffer(20, 0, 3),
+            buffer(16, 1, 2),
+            buffer(40, 2, 5),
+            buffer(10, 4, 6),
+            buffer(30, 0, 6),
+        ];
+        buffers[0].alignment = 16;
+        buffers[1].alignment = 32;
+        buffers[1].fixed_offset = Some(64);
+        buffers[2].alignment = 16;
+        buffers[3].alignment = 64;
+        buffers[4].alignment = 16;
+        let packing = pack(&buffers, 1.0);
+        // Never above the greedy start, whatever the search proves.
+        let problem = Problem::new(&buffers);
+        let greedy_height = problem
+            .components
+            .iter()
+            .map(|c| c.height(&greedy::greedy(c)) * problem.unit)
+            .max()
+            .expect("one component");
+        assert!(packing.height <= greedy_height);
+    }
+
+    #[test]
+    fn options_accept_a_time_limit_and_name_unknown_options() {
+        assert_eq!(
+            ExactOptions::parse("{\"time_limit_s\": 2.5}")
+                .expect("valid")
+                .time_limit,
+            Duration::from_millis(2500)
+        );
+        assert_eq!(
+            ExactOptions::parse("").expect("empty").time_limit,
+            DEFAULT_TIME_LIMIT
+        );
+        let error = ExactOptions::parse("{\"time_limit\": 2}").unwrap_err();
+        assert_eq!(error.kind, PlanErrorKind::InvalidRequest);
+        assert!(error.message.contains("`time_limit`"), "{}", error.message);
+        assert!(ExactOptions::parse("{\"time_limit_s\": -1}").is_err());
+    }
+}

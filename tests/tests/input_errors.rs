@@ -1,0 +1,174 @@
+//! Bad input stops `memplan plan` before planning with exit code 2 and a message naming the
+//! file, the place in it and what is wrong.
+
+use std::path::PathBuf;
+
+use memplan_tests::{describe, run_memplan, temp_dir, workspace_root};
+
+/// Writes `text` to `name` in a fresh directory and returns its path.
+fn write(name: &str, text: &str) -> PathBuf {
+    let path = temp_dir("input-errors").join(name);
+    std::fs::write(&path, text).expect("write input file");
+    path
+}
+
+/// Runs `memplan plan` with `args` and asserts exit 2 and that stderr contains every one of
+/// `expected`.
+fn assert_input_error(args: &[&str], expected: &[&str]) {
+    let mut full = vec!["plan"];
+    full.extend_from_slice(args);
+    let output = run_memplan(&full);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    for needle in expected {
+        assert!(
+            stderr.contains(needle),
+            "missing {needle:?}\n{}",
+            describe(&output)
+        );
+    }
+    assert!(!stderr.contains("panicked"), "{}", describe(&output));
+}
+
+fn model_error(name: &str, text: &str, expected: &[&str]) {
+    let path = write(name, text);
+    assert_input_error(&[path.to_str().unwrap()], expected);
+}
+
+#[test]
+fn malformed_truncated_and_empty_json() {
+    model_error(
+        "malformed.json",
+        "{\"version\":1,\n\"tensors\":[}",
+        &["malformed.json:2:", "not valid JSON"],
+    );
+    model_error(
+        "truncated.json",
+        "{\"version\":1,\n\"tensors\":[{\"id\":",
+        &["truncated.json:2:", "truncated"],
+    );
+    model_error("empty.json", "", &["empty.json: the file is empty"]);
+}
+
+#[test]
+fn wrong_types_and_bad_sizes_point_at_the_value() {
+    model_error(
+        "types.json",
+        "{\"version\":1,\"tensors\":[\n{\"id\":\"a\",\"size\":true}]}",
+        &["types.json:2:", "invalid type"],
+    );
+    model_error(
+        "negative.json",
+        "{\"version\":1,\"tensors\":[\n{\"id\":\"a\",\"size\":-8}]}",
+        &["negative.json:2:", "negative value -8"],
+    );
+    model_error(
+        "overflow.json",
+        r#"{"version":1,"tensors":[{"id":"a","dtype":"float32","shape":[4294967296,4294967296]}]}"#,
+        &["overflow.json", "tensor 'a'", "overflows"],
+    );
+}
+
+#[test]
+fn errors_of_meaning_name_the_tensor() {
+    model_error(
+        "duplicate.json",
+        r#"{"version":1,"tensors":[{"id":"a","size":4},{"id":"a","size":8}]}"#,
+        &["duplicate.json", "duplicate tensor id 'a'"],
+    );
+    model_error(
+        "unknown.json",
+        r#"{"version":1,"tensors":[{"id":"a","size":4}],"operators":[{"type":"relu","inputs":["a"],"outputs":["nope"]}],"inputs":["a"]}"#,
+        &[
+            "unknown.json",
+            "operators[0] (relu)",
+            "no tensor has id 'nope'",
+        ],
+    );
+    model_error(
+        "cycle.json",
+        r#"{"version":1,"tensors":[{"id":"a","size":4,"alias_of":"b"},{"id":"b","size":4,"alias_of":"a"}]}"#,
+        &["cycle.json", "alias cycle 'a' -> 'b' -> 'a'"],
+    );
+    model_error(
+        "data.json",
+        r#"{"version":1,"tensors":[{"id":"w","dtype":"int8","shape":[4],"data":"AQID"}]}"#,
+        &[
+            "data.json",
+            "tensor 'w'",
+            "data is 3 bytes but the tensor is 4 bytes",
+        ],
+    );
+    model_error(
+        "unwritten.json",
+        r#"{"version":1,"tensors":[{"id":"a","size":4},{"id":"b","size":4}],"operators":[{"type":"add","inputs":["a"],"outputs":["b"]}],"outputs":["b"]}"#,
+        &["unwritten.json", "reads tensor 'a'", "not a graph input"],
+    );
+}
+
+#[test]
+fn unknown_memories_targets_and_formats() {
+    let model = write(
+        "ok.json",
+        r#"{"version":1,"tensors":[{"id":"a","kind":"input","size":64},{"id":"b","kind":"output","size":64}],"operators":[{"type":"copy","inputs":["a"],"outputs":["b"]}],"inputs":["a"],"outputs":["b"]}"#,
+    );
+    let model = model.to_str().unwrap();
+    assert_input_error(
+        &[model, "--target", "apollo3_evb", "--memory", "PSRAM=4096"],
+        &[
+            "--memory PSRAM=4096",
+            "no memory `PSRAM`",
+            "DTCM, SRAM, MRAM",
+        ],
+    );
+    assert_input_error(
+        &[model, "--target", "apollo3_evb", "--memory", "DTCM=1000000"],
+        &["exceed the 65536 bytes"],
+    );
+    assert_input_error(
+        &[model, "--target", "apollo9_evb"],
+        &["apollo9_evb", "apollo510_evb"],
+    );
+    let rules = write(
+        "rules.json",
+        r#"[{"type":"scratch","attributes":{"memory":"TCM"}}]"#,
+    );
+    assert_input_error(
+        &[model, "--rules", rules.to_str().unwrap()],
+        &["rules.json: rule 0: memory `TCM`", "SRAM, FLASH"],
+    );
+    let unknown = write("model.onnx", "x");
+    assert_input_error(
+        &[unknown.to_str().unwrap()],
+        &["model.onnx", "unknown model format"],
+    );
+}
+
+#[test]
+fn bad_minimalloc_csv_names_the_line() {
+    model_error(
+        "bad.csv",
+        "id,lower,upper,size\na,0,3,16\nb,5,2,16\n",
+        &["bad.csv:3:", "lower 5 must be below upper 2"],
+    );
+}
+
+#[test]
+fn the_shipped_example_passes_read_and_analysis() {
+    let example = workspace_root().join("examples/tiny_conv.json");
+    let output = run_memplan(["plan".as_ref(), example.as_os_str()]);
+    assert_ne!(output.status.code(), Some(2), "{}", describe(&output));
+    let rules = workspace_root().join("examples/apollo3_rules.json");
+    let limits = workspace_root().join("examples/limits.json");
+    let output = run_memplan([
+        "plan".as_ref(),
+        example.as_os_str(),
+        "--target".as_ref(),
+        "apollo3_evb".as_ref(),
+        "--rules".as_ref(),
+        rules.as_os_str(),
+        "--memory".as_ref(),
+        limits.as_os_str(),
+    ]);
+    assert_ne!(output.status.code(), Some(2), "{}", describe(&output));
+}
