@@ -25,14 +25,25 @@ use crate::input::base64;
 use crate::input::model::{
     Lifetime, Model, ModelAlias, Operator, Tensor, TensorKind, MAX_TENSOR_BYTES,
 };
-use crate::input::source::{parse_json, read_text, JsonId};
+use crate::input::source::{parse_json, read_text, text_from_bytes, JsonId};
 
 const WHAT: &str = "a memplan model JSON (docs/model-format.md)";
 
 /// Reads a model JSON file.
 pub fn read_model_json(path: &Path) -> Result<Model> {
     let text = read_text(path, WHAT)?;
-    let doc: ModelDoc = parse_json(path, &text, WHAT)?;
+    parse_model_json(path, &text)
+}
+
+/// Reads a model JSON from its bytes; `path` names it in messages and is where relative
+/// `data_file` paths start. The entry for fuzzing: never panics, whatever the bytes.
+pub fn read_model_json_bytes(bytes: &[u8], path: &Path) -> Result<Model> {
+    let text = text_from_bytes(path, bytes.to_vec(), WHAT)?;
+    parse_model_json(path, &text)
+}
+
+fn parse_model_json(path: &Path, text: &str) -> Result<Model> {
+    let doc: ModelDoc = parse_json(path, text, WHAT)?;
     build_model(path, doc)
 }
 
