@@ -3,10 +3,11 @@
 #
 #   fuzz/run.sh TARGET [SECONDS]        # TARGET: tflite | model_json | csv | plan_json
 #
-# Seeds come from fuzz/seeds/TARGET (a few small files kept in the repository) plus the
-# shared reference data (MEMPLAN_CORPUS, default ../shared/data next to the repository:
-# real .tflite models, MiniMalloc CSVs, TFLite Micro traces) and the repository's examples,
-# copied into fuzz/corpus/TARGET, which is not committed. libFuzzer adds what it finds there;
+# Seeds come from fuzz/seeds/TARGET (a few small files kept in the repository), the
+# regression inputs in host/tests/fuzz_regressions/TARGET, the shared reference data
+# (MEMPLAN_CORPUS, default ../shared/data next to the repository: real .tflite models,
+# MiniMalloc CSVs, TFLite Micro traces) and the repository's examples, copied into
+# fuzz/corpus/TARGET, which is not committed. libFuzzer adds what it finds there;
 # crashes land in fuzz/artifacts/TARGET.
 #
 # Needs cargo-fuzz; on a stable toolchain RUSTC_BOOTSTRAP=1 unlocks the nightly flags it
@@ -30,7 +31,7 @@ seed() {
         if [ -f "$file" ]; then install -m 0644 "$file" "$corpus/"; fi
     done
 }
-seed "$fuzz_dir"/seeds/"$target"/*
+seed "$fuzz_dir"/seeds/"$target"/* "$repo"/host/tests/fuzz_regressions/"$target"/*
 case $target in
     tflite) seed "$data"/models/*.tflite ;;
     model_json) seed "$repo"/examples/*.json ;;

@@ -1,87 +1,45 @@
 //! Fuzz target: the plan file reader (`memplan check`'s input) on arbitrary bytes, against
-//! a fixed small model analysis, and the checker on whatever plan it resolves. Reading must
+//! the analysis of a fixed small model, and the checker on whatever plan it resolves. Reading must
 //! return (plan or error) and checking must return (checked plan or violations) without
 //! panicking, together within the allocation bound of `memplan_fuzz`.
 #![no_main]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use memplan::analyze::Analysis;
+use memplan::analyze::{analyze, Analysis};
 use memplan::check::check_resolved_plan;
+use memplan::input::json::read_model_json_bytes;
+use memplan::input::{Constraints, Rules, Target};
 use memplan::plan_file::read_plan_text;
-use memplan_plugin_api::abi_stable::std_types::{RNone, RSome, RString, RVec};
-use memplan_plugin_api::{
-    AliasOf, Lifetime, MemoryRequest, PlanRequest, TensorKind, TensorRequest,
-};
-
-fn tensor(id: &str, kind: TensorKind, size: u64, lifetime: (u32, u32)) -> TensorRequest {
-    TensorRequest {
-        id: RString::from(id),
-        kind,
-        size,
-        alignment: 16,
-        lifetime: Lifetime::new(lifetime.0, lifetime.1),
-        alias_of: RNone,
-        fixed_offset: RNone,
-        memory: RNone,
-        source_memory: RNone,
-    }
-}
-
-fn memory(name: &str, writable: bool, budget: Option<u64>) -> MemoryRequest {
-    MemoryRequest {
-        name: RString::from(name),
-        budget: budget.map_or(RNone, RSome),
-        writable,
-        scratch_order: if writable { RSome(0) } else { RNone },
-        arena_alignment: 16,
-    }
-}
 
 /// A model with one tensor of each kind the checker treats differently: input, output,
-/// intermediate, a view of the intermediate, a constant staged from MRAM into SRAM and a
-/// persistent tensor pinned at an offset; SRAM has a budget.
+/// intermediate, a view of the intermediate, a constant and a persistent tensor pinned at
+/// an offset. The seed `fuzz/seeds/plan_json/fixed_model_plan.json` is a valid plan of it.
+const MODEL: &str = r#"{"version": 1, "tensors": [
+  {"id": "0", "name": "in", "kind": "input", "size": 16},
+  {"id": "1", "name": "out", "kind": "output", "size": 16},
+  {"id": "2", "name": "mid", "size": 48},
+  {"id": "view", "size": 16, "alias_of": "2", "alias_offset": 16},
+  {"id": "w", "name": "weights", "size": 32, "data": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"},
+  {"id": "state", "kind": "persistent", "size": 8, "fixed_offset": 0}],
+ "operators": [
+  {"type": "A", "inputs": ["0", "w"], "outputs": ["2"]},
+  {"type": "B", "inputs": ["view", "state"], "outputs": ["1", "state"]}],
+ "inputs": ["0"], "outputs": ["1"]}"#;
+
+/// The analysis of [`MODEL`] on the generic target (SRAM for scratch, FLASH for constants).
 fn analysis() -> Analysis {
-    let mut view = tensor("view", TensorKind::Intermediate, 16, (1, 2));
-    view.alias_of = RSome(AliasOf {
-        root: 2,
-        offset: 16,
-    });
-    let mut weights = tensor("w", TensorKind::Constant, 32, (0, 3));
-    weights.memory = RSome(0);
-    weights.source_memory = RSome(1);
-    let mut state = tensor("state", TensorKind::Persistent, 8, (0, 3));
-    state.fixed_offset = RSome(0);
-    let tensors = vec![
-        tensor("0", TensorKind::Input, 16, (0, 1)),
-        tensor("1", TensorKind::Output, 16, (2, 3)),
-        tensor("2", TensorKind::Intermediate, 48, (1, 2)),
-        view,
-        weights,
-        state,
-    ];
-    let names = ["in", "out", "mid", "view", "weights", "state"];
-    let constant_data = tensors
-        .iter()
-        .map(|tensor| (tensor.kind == TensorKind::Constant).then(|| vec![7u8; 32]))
-        .collect();
-    Analysis {
-        source: PathBuf::from("fuzz.json"),
-        target: "fuzz".to_string(),
-        request: PlanRequest {
-            tensors: RVec::from(tensors),
-            memories: RVec::from(vec![
-                memory("SRAM", true, Some(4096)),
-                memory("MRAM", false, None),
-            ]),
-            num_steps: 4,
-            options: RString::from("{}"),
-        },
-        names: names.iter().map(|name| name.to_string()).collect(),
-        constant_data,
-    }
+    let model = read_model_json_bytes(MODEL.as_bytes(), Path::new("fuzz_model.json"))
+        .expect("the fixed model reads");
+    analyze(
+        model,
+        &Target::generic(),
+        &Constraints::default(),
+        &Rules::default(),
+    )
+    .expect("the fixed model analyses")
 }
 
 fuzz_target!(|bytes: &[u8]| {

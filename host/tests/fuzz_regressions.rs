@@ -10,6 +10,8 @@ mod allocation;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
+use memplan::input::csv::read_minimalloc_csv_bytes;
+use memplan::input::json::read_model_json_bytes;
 use memplan::input::tflite::read_tflite_bytes;
 use memplan::Result;
 
@@ -58,4 +60,55 @@ fn assert_all_refused<T: std::fmt::Debug>(target: &str, read: impl Fn(&[u8], &Pa
 #[test]
 fn tflite_regressions_are_refused() {
     assert_all_refused("tflite", read_tflite_bytes);
+}
+
+/// The bound is not so tight that real inputs break it: every real model, MiniMalloc
+/// instance and example reads within it (the shared corpus when `MEMPLAN_CORPUS` is set,
+/// the repository's examples always). Prints each input's peak per input byte.
+#[test]
+fn real_inputs_stay_within_the_allocation_bound() {
+    let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut inputs: Vec<PathBuf> = Vec::new();
+    let mut add = |directory: &Path, extension: &str| {
+        let entries = std::fs::read_dir(directory)
+            .unwrap_or_else(|err| panic!("{}: {err}", directory.display()));
+        for entry in entries {
+            let path = entry.expect("directory entry").path();
+            if path.extension().is_some_and(|found| found == extension) {
+                inputs.push(path);
+            }
+        }
+    };
+    add(&repository.join("examples"), "json");
+    if let Some(corpus) = std::env::var_os("MEMPLAN_CORPUS") {
+        let corpus = PathBuf::from(corpus);
+        add(&corpus.join("models"), "tflite");
+        add(&corpus.join("minimalloc"), "csv");
+        add(&corpus.join("tflm-traces"), "csv");
+    }
+    inputs.sort();
+    let mut failures = Vec::new();
+    for path in &inputs {
+        let bytes = std::fs::read(path).expect("readable input");
+        let (read, peak) = allocation::peak_allocation(&bytes, |bytes| {
+            match path.extension().and_then(|extension| extension.to_str()) {
+                Some("tflite") => read_tflite_bytes(bytes, path).map(drop),
+                Some("csv") => read_minimalloc_csv_bytes(bytes, path).map(drop),
+                // Examples include targets and rules: only the reading's memory matters here.
+                _ => read_model_json_bytes(bytes, path).map(drop),
+            }
+        });
+        let bound = allocation::allocation_bound(bytes.len());
+        println!(
+            "{}: {} bytes, peak {peak} ({:.1} per byte), {}",
+            path.display(),
+            bytes.len(),
+            peak as f64 / bytes.len().max(1) as f64,
+            if read.is_ok() { "read" } else { "refused" }
+        );
+        if peak > bound {
+            failures.push(format!("{}: peak {peak} > bound {bound}", path.display()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
