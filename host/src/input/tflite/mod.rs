@@ -148,9 +148,9 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    /// Steps and tensor uses the lifetime walk may take: at most [`lifetimes::MAX_WORK`],
-    /// and a quarter of the file's size (each step and use costs the file at least 4 bytes
-    /// when no subgraph runs more than once), plus a floor for tiny hand-made models.
+    /// Steps and tensor uses the lifetime walk may take: a quarter of the file's size (each
+    /// step and use costs the file at least 4 bytes when no subgraph runs more than once),
+    /// plus a floor for tiny hand-made models. The walk caps it at [`lifetimes::MAX_WORK`].
     fn work_limit(&self) -> u64 {
         const WORK_FLOOR: u64 = 1024;
         (self.bytes.len() as u64 / 4).saturating_add(WORK_FLOOR)
