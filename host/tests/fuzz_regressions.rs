@@ -26,6 +26,8 @@ fn regressions(target: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(&directory)
         .unwrap_or_else(|err| panic!("{}: {err}", directory.display()))
         .map(|entry| entry.expect("directory entry").path())
+        // Subdirectories hold what inputs refer to (a model JSON's data files).
+        .filter(|path| path.is_file())
         .collect();
     files.sort();
     assert!(!files.is_empty(), "{}: no inputs", directory.display());
@@ -60,6 +62,12 @@ fn assert_all_refused<T: std::fmt::Debug>(target: &str, read: impl Fn(&[u8], &Pa
 #[test]
 fn tflite_regressions_are_refused() {
     assert_all_refused("tflite", read_tflite_bytes);
+}
+
+/// Read at their own path, so that relative `data_file` paths resolve next to them.
+#[test]
+fn model_json_regressions_are_refused() {
+    assert_all_refused("model_json", read_model_json_bytes);
 }
 
 /// The bound is not so tight that real inputs break it: every real model, MiniMalloc
