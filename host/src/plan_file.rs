@@ -172,7 +172,13 @@ pub fn read_plan_file(path: &Path, analysis: &Analysis) -> Result<ReadPlan> {
             path.display()
         ))
     })?;
-    let document = parse_document(path, &text)?;
+    read_plan_text(path, &text, analysis)
+}
+
+/// Reads plan file text (`path` only names it in messages) and resolves it against
+/// `analysis`. The entry for fuzzing: never panics, whatever the text.
+pub fn read_plan_text(path: &Path, text: &str, analysis: &Analysis) -> Result<ReadPlan> {
+    let document = parse_document(path, text)?;
     Ok(resolve(document, analysis))
 }
 

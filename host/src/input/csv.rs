@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::input::model::{Lifetime, Model, Tensor, TensorKind, MAX_TENSOR_BYTES};
-use crate::input::source::read_text;
+use crate::input::source::{read_text, text_from_bytes};
 
 const WHAT: &str = "a MiniMalloc CSV with header id,lower,upper,size";
 
@@ -29,6 +29,13 @@ enum Column {
 /// Reads a MiniMalloc CSV file into a model without operators (explicit lifetimes).
 pub fn read_minimalloc_csv(path: &Path) -> Result<Model> {
     let text = read_text(path, WHAT)?;
+    parse_minimalloc_csv(path, &text)
+}
+
+/// Reads a MiniMalloc CSV from its bytes; `path` names it in messages. The entry for
+/// fuzzing: never panics, whatever the bytes.
+pub fn read_minimalloc_csv_bytes(bytes: &[u8], path: &Path) -> Result<Model> {
+    let text = text_from_bytes(path, bytes.to_vec(), WHAT)?;
     parse_minimalloc_csv(path, &text)
 }
 

@@ -25,14 +25,25 @@ use crate::input::base64;
 use crate::input::model::{
     Lifetime, Model, ModelAlias, Operator, Tensor, TensorKind, MAX_TENSOR_BYTES,
 };
-use crate::input::source::{parse_json, read_text, JsonId};
+use crate::input::source::{parse_json, read_text, text_from_bytes, JsonId};
 
 const WHAT: &str = "a memplan model JSON (docs/model-format.md)";
 
 /// Reads a model JSON file.
 pub fn read_model_json(path: &Path) -> Result<Model> {
     let text = read_text(path, WHAT)?;
-    let doc: ModelDoc = parse_json(path, &text, WHAT)?;
+    parse_model_json(path, &text)
+}
+
+/// Reads a model JSON from its bytes; `path` names it in messages and is where relative
+/// `data_file` paths start. The entry for fuzzing: never panics, whatever the bytes.
+pub fn read_model_json_bytes(bytes: &[u8], path: &Path) -> Result<Model> {
+    let text = text_from_bytes(path, bytes.to_vec(), WHAT)?;
+    parse_model_json(path, &text)
+}
+
+fn parse_model_json(path: &Path, text: &str) -> Result<Model> {
+    let doc: ModelDoc = parse_json(path, text, WHAT)?;
     build_model(path, doc)
 }
 
@@ -673,6 +684,10 @@ fn data_problem(tensor: &Tensor) -> Option<String> {
 struct DataFiles {
     base: PathBuf,
     loaded: HashMap<PathBuf, Vec<u8>>,
+    /// Bytes of the files loaded, and bytes copied out of them into tensors: see
+    /// [`DataFiles::MAX_COPIES`].
+    loaded_bytes: u64,
+    copied_bytes: u64,
 }
 
 impl DataFiles {
@@ -683,15 +698,33 @@ impl DataFiles {
                 .map(Path::to_path_buf)
                 .unwrap_or_default(),
             loaded: HashMap::new(),
+            loaded_bytes: 0,
+            copied_bytes: 0,
         }
     }
+
+    /// How many times, on average, each byte of the data files may be copied into tensors.
+    /// Constants normally take disjoint ranges (each byte once); a few may share bytes, but
+    /// every copy costs memory, and a model naming one range for thousands of tensors would
+    /// hold thousands of copies of it.
+    const MAX_COPIES: u64 = 4;
 
     /// The bytes `file` names (`length` defaults to the tensor's `size`).
     fn read(&mut self, file: &DataFileDoc<'_>, size: u64) -> std::result::Result<Vec<u8>, String> {
         let path = self.base.join(file.path.as_ref());
         if !self.loaded.contains_key(&path) {
-            let bytes = std::fs::read(&path)
-                .map_err(|error| format!("cannot read data_file {}: {error}", path.display()))?;
+            let cannot_read = |error: std::io::Error| {
+                format!("cannot read data_file {}: {error}", path.display())
+            };
+            // Only regular files: a device such as /dev/zero never ends, a FIFO may block.
+            if !std::fs::metadata(&path).map_err(cannot_read)?.is_file() {
+                return Err(format!(
+                    "data_file {} is not a regular file; give a file holding the bytes",
+                    path.display()
+                ));
+            }
+            let bytes = std::fs::read(&path).map_err(cannot_read)?;
+            self.loaded_bytes = self.loaded_bytes.saturating_add(bytes.len() as u64);
             self.loaded.insert(path.clone(), bytes);
         }
         let bytes = &self.loaded[&path];
@@ -708,6 +741,17 @@ impl DataFiles {
                     bytes.len()
                 )
             })?;
+        self.copied_bytes = self.copied_bytes.saturating_add(length);
+        if self.copied_bytes > Self::MAX_COPIES.saturating_mul(self.loaded_bytes) {
+            return Err(format!(
+                "data_file {}: the tensors' data_file ranges add up to more than {} times the \
+                 data files' size ({} bytes); each tensor should have bytes of its own, or be an \
+                 alias (`alias_of`) of the tensor that has them",
+                path.display(),
+                Self::MAX_COPIES,
+                self.loaded_bytes
+            ));
+        }
         Ok(bytes[range].to_vec())
     }
 }

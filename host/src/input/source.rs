@@ -21,6 +21,12 @@ pub(crate) fn read_text(path: &Path, what: &str) -> Result<String> {
     let bytes = std::fs::read(path).map_err(|error| {
         Error::input(format!("{}: cannot read {what}: {error}", path.display()))
     })?;
+    text_from_bytes(path, bytes, what)
+}
+
+/// The contents of `path`, already read, as UTF-8 text; the same checks and messages as
+/// [`read_text`].
+pub(crate) fn text_from_bytes(path: &Path, bytes: Vec<u8>, what: &str) -> Result<String> {
     let text = String::from_utf8(bytes).map_err(|error| {
         let (line, column) = line_column(error.as_bytes(), error.utf8_error().valid_up_to());
         Error::input(format!(

@@ -57,14 +57,15 @@ pub enum WalkError {
     Cycle { subgraph: usize },
     /// Control flow nested deeper than [`MAX_NESTING`].
     TooDeep,
-    /// The walk would touch more than [`MAX_WORK`] tensor uses (subgraphs invoked from many
-    /// places expand exponentially).
+    /// The walk would take more than its `max_work` steps and tensor uses (subgraphs invoked
+    /// from many places expand exponentially).
     TooLarge,
 }
 
 /// Deepest nesting of invoked subgraphs accepted (real models nest one or two levels).
 pub const MAX_NESTING: usize = 64;
-/// Most steps plus tensor uses one walk may take, which bounds the time a hostile file can cost.
+/// Most steps plus tensor uses one walk may take, which bounds the time a hostile file can
+/// cost. Callers may set a lower limit (the reader's is proportional to the file's size).
 pub const MAX_WORK: u64 = 1 << 22;
 
 /// A tensor use in progress: TFLite Micro's first-created and last-used markers.
@@ -79,13 +80,15 @@ struct Walker<'g> {
     marks: Vec<Vec<Marks>>,
     step: u32,
     work: u64,
+    max_work: u64,
     on_stack: Vec<bool>,
     reached: Vec<bool>,
     order: Vec<(usize, usize)>,
 }
 
-/// Walks `subgraphs` from subgraph 0 (which must exist).
-pub fn walk(subgraphs: &[SubgraphFlow]) -> Result<Walk, WalkError> {
+/// Walks `subgraphs` from subgraph 0 (which must exist), taking at most
+/// `max_work.min(MAX_WORK)` steps and tensor uses.
+pub fn walk(subgraphs: &[SubgraphFlow], max_work: u64) -> Result<Walk, WalkError> {
     let mut walker = Walker {
         subgraphs,
         marks: subgraphs
@@ -94,6 +97,7 @@ pub fn walk(subgraphs: &[SubgraphFlow]) -> Result<Walk, WalkError> {
             .collect(),
         step: 0,
         work: 0,
+        max_work: max_work.min(MAX_WORK),
         on_stack: vec![false; subgraphs.len()],
         reached: vec![false; subgraphs.len()],
         order: Vec::new(),
@@ -123,7 +127,7 @@ fn lifetime_of(marks: Marks) -> Option<Lifetime> {
 impl Walker<'_> {
     fn charge(&mut self, work: usize) -> Result<(), WalkError> {
         self.work = self.work.saturating_add(work as u64);
-        if self.work > MAX_WORK {
+        if self.work > self.max_work {
             return Err(WalkError::TooLarge);
         }
         Ok(())
@@ -212,7 +216,7 @@ mod tests {
             outputs: vec![2],
             operators: vec![op(&[0], &[1]), op(&[1], &[2])],
         }];
-        let walk = walk(&graph).unwrap();
+        let walk = walk(&graph, MAX_WORK).unwrap();
         assert_eq!(
             walk.lifetimes[0],
             vec![lifetime(0, 1), lifetime(1, 2), lifetime(2, 2), None]
@@ -231,7 +235,7 @@ mod tests {
             outputs: vec![1],
             operators: vec![operator],
         }];
-        let walk = walk(&graph).unwrap();
+        let walk = walk(&graph, MAX_WORK).unwrap();
         // Tensor 3 is read but never produced: planned from the start, as TFLite Micro does.
         assert_eq!(
             walk.lifetimes[0],
@@ -257,7 +261,7 @@ mod tests {
                 operators: vec![op(&[], &[0]), op(&[0], &[1])],
             },
         ];
-        let walk = walk(&graph).unwrap();
+        let walk = walk(&graph, MAX_WORK).unwrap();
         // Step 1: the call; step 2: entering subgraph 1; its operators at 3 and 4; the
         // call's inputs and outputs are last used at 4; the next operator at 5.
         assert_eq!(
@@ -292,16 +296,24 @@ mod tests {
     fn cycles_and_blowups_are_refused() {
         let mut looping = nested_calls(1, 0);
         looping[0].operators[0].invokes = vec![0];
-        assert_eq!(walk(&looping), Err(WalkError::Cycle { subgraph: 0 }));
+        assert_eq!(
+            walk(&looping, MAX_WORK),
+            Err(WalkError::Cycle { subgraph: 0 })
+        );
 
         // Each subgraph runs the next one twice: 2^39 walks of the last one.
-        assert_eq!(walk(&nested_calls(40, 2)), Err(WalkError::TooLarge));
         assert_eq!(
-            walk(&nested_calls(MAX_NESTING + 2, 1)),
+            walk(&nested_calls(40, 2), MAX_WORK),
+            Err(WalkError::TooLarge)
+        );
+        assert_eq!(
+            walk(&nested_calls(MAX_NESTING + 2, 1), MAX_WORK),
             Err(WalkError::TooDeep)
         );
         // Within the limits the same shapes are accepted.
-        assert!(walk(&nested_calls(10, 2)).is_ok());
-        assert!(walk(&nested_calls(MAX_NESTING + 1, 1)).is_ok());
+        assert!(walk(&nested_calls(10, 2), MAX_WORK).is_ok());
+        assert!(walk(&nested_calls(MAX_NESTING + 1, 1), MAX_WORK).is_ok());
+        // A caller's lower limit is kept: 2^10 walks of the last subgraph exceed 1000.
+        assert_eq!(walk(&nested_calls(10, 2), 1000), Err(WalkError::TooLarge));
     }
 }

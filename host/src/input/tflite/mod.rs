@@ -30,6 +30,13 @@
 //! Malformed or hostile files are refused with an input error (exit 2) that says what is
 //! wrong: not a TFLite file, failed flatbuffer verification, an index out of range, or a
 //! feature this reader does not support. The entry for fuzzing is [`read_tflite_bytes`].
+//!
+//! Memory stays proportional to the file. Flatbuffers let one table, string or vector be
+//! referenced from many places, so a small file can describe a huge model (one long name
+//! shared by thousands of tensors, one subgraph invoked exponentially often). Converters
+//! write each tensor, operator, name and buffer once, so the reader refuses files that, read
+//! entry by entry, describe much more than their own size (`Reader::take`), or whose
+//! control flow runs far more steps than the file has operators (`Reader::work_limit`).
 
 mod lifetimes;
 mod schema;
@@ -40,6 +47,7 @@ mod corpus_tests;
 #[cfg(test)]
 mod tests;
 
+use std::cell::Cell;
 use std::collections::hash_map::{Entry, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -52,6 +60,15 @@ use schema::{builtin, element, Tables};
 
 /// TFLite Micro's arena alignment: every planned size is rounded up to it.
 pub const TFLM_ALIGNMENT: u64 = 16;
+
+/// How many bytes the reader may take from the file, per byte of the file, counting each
+/// read of an entry: every tensor, operator, operator input and output (4 bytes, the offset
+/// or index naming it) and every name and constant buffer copied into the model. A file as
+/// converters write it stores each of these once, in distinct bytes, so it takes at most its
+/// own size; the slack covers the builtin operator names, which are not in the file.
+const TAKEN_PER_FILE_BYTE: u64 = 2;
+/// Bytes any file may take, so that tiny hand-made models are never refused.
+const TAKEN_FLOOR: u64 = 4096;
 
 /// The metadata name under which TFLite Micro finds offline-planned arena offsets.
 const OFFLINE_PLAN_METADATA: &[u8] = b"OfflineMemoryAllocation";
@@ -66,13 +83,19 @@ pub fn read_tflite(path: &Path) -> Result<Model> {
 /// Reads a `.tflite` model from its bytes; `path` only names the model in messages and in
 /// [`Model::path`]. Never panics, whatever the bytes.
 pub fn read_tflite_bytes(bytes: &[u8], path: &Path) -> Result<Model> {
-    let reader = Reader { bytes, path };
+    let reader = Reader {
+        bytes,
+        path,
+        taken: Cell::new(0),
+    };
     reader.read()
 }
 
 struct Reader<'a> {
     bytes: &'a [u8],
     path: &'a Path,
+    /// Bytes taken from the file so far, see [`Reader::take`].
+    taken: Cell<u64>,
 }
 
 /// A tensor as read from the flatbuffer, before lifetimes.
@@ -102,6 +125,35 @@ struct SubgraphRecord<'a> {
 impl<'a> Reader<'a> {
     fn error(&self, message: impl std::fmt::Display) -> Error {
         Error::input(format!("{}: {message}", self.path.display()))
+    }
+
+    /// Counts `bytes` more taken from the file (before they are copied), and refuses the file
+    /// once it has given more than [`TAKEN_PER_FILE_BYTE`] times its size: only tables
+    /// shared on purpose get there, and reading on would use memory out of proportion to
+    /// the file.
+    fn take(&self, bytes: usize) -> Result<()> {
+        let taken = self.taken.get().saturating_add(bytes as u64);
+        self.taken.set(taken);
+        let limit = TAKEN_PER_FILE_BYTE
+            .saturating_mul(self.bytes.len() as u64)
+            .saturating_add(TAKEN_FLOOR);
+        if taken > limit {
+            return Err(self.error(format!(
+                "unsupported: the file's tables are shared so that, read entry by entry, it \
+                 describes more than {limit} bytes of tensors, operators, names and constant \
+                 data ({TAKEN_PER_FILE_BYTE} times its size); converters write each once, so \
+                 the file was crafted or damaged"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Steps and tensor uses the lifetime walk may take: a quarter of the file's size (each
+    /// step and use costs the file at least 4 bytes when no subgraph runs more than once),
+    /// plus a floor for tiny hand-made models. The walk caps it at [`lifetimes::MAX_WORK`].
+    fn work_limit(&self) -> u64 {
+        const WORK_FLOOR: u64 = 1024;
+        (self.bytes.len() as u64 / 4).saturating_add(WORK_FLOOR)
     }
 
     fn read(&self) -> Result<Model> {
@@ -162,7 +214,7 @@ impl<'a> Reader<'a> {
         let Some(codes) = root.operator_codes() else {
             return Ok(Vec::new());
         };
-        Ok(codes
+        codes
             .iter()
             .map(|code| {
                 let builtin = code.builtin_code();
@@ -170,13 +222,16 @@ impl<'a> Reader<'a> {
                     vocabulary::builtin_operator_name(builtin),
                     code.custom_code(),
                 ) {
-                    (Some("CUSTOM"), Some(custom)) => String::from_utf8_lossy(custom).into_owned(),
+                    (Some("CUSTOM"), Some(custom)) => {
+                        self.take(4 + custom.len())?;
+                        String::from_utf8_lossy(custom).into_owned()
+                    }
                     (Some(name), _) => name.to_string(),
                     (None, _) => format!("BUILTIN_{builtin}"),
                 };
-                (builtin, name)
+                Ok((builtin, name))
             })
-            .collect())
+            .collect()
     }
 
     fn subgraph_record(
@@ -211,6 +266,7 @@ impl<'a> Reader<'a> {
                 })
         };
         let graph_tensors = |list: Option<flatbuffers::Vector<'a, i32>>, what: &str| {
+            self.take(4 * list.map_or(0, |list| list.len()))?;
             list.iter()
                 .flatten()
                 .enumerate()
@@ -234,6 +290,11 @@ impl<'a> Reader<'a> {
                         operator_names.len()
                     ))
                 })?;
+            let (input_count, output_count) = (
+                operator.inputs().map_or(0, |list| list.len()),
+                operator.outputs().map_or(0, |list| list.len()),
+            );
+            self.take(4 * (1 + input_count + output_count) + name.len())?;
             let place =
                 |role: &str, slot: usize| format!("operator {position} ({name}) {role} {slot}");
             let inputs = operator
@@ -336,6 +397,7 @@ impl<'a> Reader<'a> {
         tensor: schema::Tensor<'a>,
         buffers: Option<Tables<'a, schema::Buffer<'a>>>,
     ) -> Result<TensorRecord<'a>> {
+        self.take(4 + tensor.name().map_or(0, <[u8]>::len))?;
         let name = tensor
             .name()
             .map(|name| String::from_utf8_lossy(name).into_owned())
@@ -444,7 +506,7 @@ impl<'a> Reader<'a> {
     }
 
     fn walk(&self, flows: &[SubgraphFlow]) -> Result<Walk> {
-        lifetimes::walk(flows).map_err(|err| {
+        lifetimes::walk(flows, self.work_limit()).map_err(|err| {
             self.error(match err {
                 WalkError::Cycle { subgraph } => format!(
                     "unsupported: subgraph {subgraph} runs itself through control-flow operators \
@@ -456,7 +518,9 @@ impl<'a> Reader<'a> {
                 ),
                 WalkError::TooLarge => format!(
                     "unsupported: running every subgraph its control-flow operators invoke \
-                     takes more than {} steps and tensor uses",
+                     takes more than {} steps and tensor uses (a quarter of the file's size, \
+                     at most {})",
+                    self.work_limit().min(lifetimes::MAX_WORK),
                     lifetimes::MAX_WORK
                 ),
             })
@@ -506,6 +570,7 @@ impl<'a> Reader<'a> {
                                 });
                             }
                             Entry::Vacant(slot) => {
+                                self.take(bytes.len())?;
                                 slot.insert(tensors.len() as u32);
                                 constant.data = Some(bytes.to_vec());
                             }
@@ -570,6 +635,8 @@ impl<'a> Reader<'a> {
             .iter()
             .map(|&(subgraph, position)| {
                 let flow = &flows[subgraph].operators[position];
+                // The walk bounds the steps; a long name runs into the budget instead.
+                self.take(records[subgraph].operator_names[position].len())?;
                 Ok(Operator {
                     op_type: records[subgraph].operator_names[position].clone(),
                     inputs: kept_all(subgraph, &mut flow.inputs.iter().flatten().copied())?,

@@ -1,0 +1,14 @@
+//! Fuzz target: the MiniMalloc CSV reader on arbitrary bytes. It must return (model or
+//! error) without panicking, within the allocation bound of `memplan_fuzz`.
+#![no_main]
+
+use std::path::Path;
+
+use libfuzzer_sys::fuzz_target;
+use memplan::input::csv::read_minimalloc_csv_bytes;
+
+fuzz_target!(|bytes: &[u8]| {
+    memplan_fuzz::within_allocation_bound(bytes, |bytes| {
+        let _ = read_minimalloc_csv_bytes(bytes, Path::new("fuzz.csv"));
+    });
+});
