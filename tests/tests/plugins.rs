@@ -201,15 +201,24 @@ fn a_missing_plugin_dir_is_bad_usage() {
 
 #[test]
 fn a_plugin_built_against_a_drifted_abi_is_rejected_with_a_reason() {
-    // A copy of plugin-api whose TensorRequest has one more field: same crate name, same
-    // ABI version string, different layout.
+    // A copy of plugin-api whose TensorRequest declares `size` and `alignment` in the other
+    // order: same crate name, same ABI version string, source-compatible (the kit and the
+    // plugin still compile), but a different layout — the drift a careless edit makes.
     let drifted_api = plugin_api_copy("plugin-api-drifted", |copy| {
         let abi = copy.join("src").join("abi.rs");
         let text = std::fs::read_to_string(&abi).unwrap();
-        let anchor = "pub struct TensorRequest {\n";
-        assert!(text.contains(anchor), "plugin-api's TensorRequest moved");
-        let text = text.replace(anchor, &format!("{anchor}    pub drifted_extra: u64,\n"));
-        std::fs::write(&abi, text).unwrap();
+        let start = text
+            .find("pub struct TensorRequest {")
+            .expect("plugin-api's TensorRequest moved");
+        let end = start + text[start..].find("\n}\n").unwrap();
+        let body = &text[start..end];
+        let (size, alignment) = ("    pub size: u64,\n", "    pub alignment: u64,\n");
+        assert!(body.contains(size) && body.contains(alignment), "{body}");
+        let swapped = body
+            .replace(size, "    pub SWAP: u64,\n")
+            .replace(alignment, size)
+            .replace("    pub SWAP: u64,\n", alignment);
+        std::fs::write(&abi, format!("{}{swapped}{}", &text[..start], &text[end..])).unwrap();
     });
     let library = build_fixture_plugin("vendor", "memplan-fixture-drifted", &drifted_api);
     let file_name = library_file_name("drifted");
