@@ -155,7 +155,7 @@ extern "C" fn plan_entry_point<P: Planner>(
 
 /// Exports one or more planners from a `cdylib` plugin.
 ///
-/// ```ignore
+/// ```text
 /// struct Linear;
 /// impl memplan_plugin_api::Planner for Linear { /* NAME, VERSION, DESCRIPTION, plan */ }
 /// memplan_plugin_api::export_planners!(Linear);

@@ -9,7 +9,7 @@
 //!
 //! A plugin is a `cdylib` crate that depends on this crate only:
 //!
-//! ```ignore
+//! ```no_run
 //! use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanRequest, Planner};
 //! struct MyPlanner;
 //! impl Planner for MyPlanner {
