@@ -302,3 +302,16 @@ pub fn failed_with(output: &Output, code: i32) -> String {
     assert_eq!(output.status.code(), Some(code), "{}", describe(output));
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
+
+/// `graph_only` of the corpus's `models/README.md`: TFLite Micro's greedy planner over the
+/// graph's tensors (bytes), the figure a graph-level planner must match or beat.
+pub const TFLM_GRAPH_ONLY: [(&str, u64); 8] = [
+    ("hello_world_float.tflite", 128),
+    ("hello_world_int8.tflite", 32),
+    ("micro_speech_quantized.tflite", 5968),
+    ("person_detect.tflite", 55296),
+    ("keyword_scrambled.tflite", 288),
+    ("simple_add_model.tflite", 49152),
+    ("kws_ref_model.tflite", 16000),
+    ("vww_96_int8.tflite", 73728),
+];

@@ -96,17 +96,7 @@ fn scratch_is_no_larger_than_tflm_graph_only_on_every_model() {
     let Some(corpus) = require_corpus("scratch_is_no_larger_than_tflm_graph_only") else {
         return;
     };
-    // `graph_only` of shared/data/models/README.md.
-    let graph_only = [
-        ("hello_world_float.tflite", 128),
-        ("hello_world_int8.tflite", 32),
-        ("micro_speech_quantized.tflite", 5968),
-        ("person_detect.tflite", 55296),
-        ("keyword_scrambled.tflite", 288),
-        ("simple_add_model.tflite", 49152),
-        ("kws_ref_model.tflite", 16000),
-        ("vww_96_int8.tflite", 73728),
-    ];
+    let graph_only = memplan_tests::TFLM_GRAPH_ONLY;
     let paths: Vec<String> = graph_only
         .iter()
         .map(|(file, _)| corpus.join("models").join(file).display().to_string())

@@ -37,19 +37,6 @@ fn truncated_model_is_bad_input() {
     assert_rejected(&file, "failed verification");
 }
 
-/// `graph_only` of shared/data/models/README.md: TFLite Micro's greedy planner over the
-/// graph's tensors.
-const GRAPH_ONLY: [(&str, u64); 8] = [
-    ("hello_world_float.tflite", 128),
-    ("hello_world_int8.tflite", 32),
-    ("micro_speech_quantized.tflite", 5968),
-    ("person_detect.tflite", 55296),
-    ("keyword_scrambled.tflite", 288),
-    ("simple_add_model.tflite", 49152),
-    ("kws_ref_model.tflite", 16000),
-    ("vww_96_int8.tflite", 73728),
-];
-
 /// `memplan plan MODEL --format json` with `extra` arguments: the scratch arena's size and
 /// lower bound.
 fn scratch_arena(model: &Path, extra: &[&str]) -> (u64, u64) {
@@ -84,7 +71,7 @@ fn first_fit_gives_tflm_graph_only_and_the_planners_never_do_worse() {
     let Some(corpus) = require_corpus("first_fit_gives_tflm_graph_only") else {
         return;
     };
-    for (file, graph_only) in GRAPH_ONLY {
+    for (file, graph_only) in memplan_tests::TFLM_GRAPH_ONLY {
         let model = corpus.join("models").join(file);
         let first_fit = scratch_arena(
             &model,
