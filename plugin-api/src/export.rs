@@ -41,10 +41,6 @@ pub trait Planner {
     fn plan(request: &PlanRequest, context: &HostContext) -> Result<MemoryPlan, PlanError>;
 }
 
-/// The signature of a planner entry point across the ABI.
-pub type PlanFn =
-    extern "C" fn(request: &PlanRequest, context: &HostContext) -> RResult<MemoryPlan, PlanError>;
-
 /// One planner exported by a plugin.
 #[repr(C)]
 #[derive(StableAbi, Clone, Copy)]
@@ -52,8 +48,8 @@ pub struct PlannerEntry {
     pub name: RStr<'static>,
     pub version: RStr<'static>,
     pub description: RStr<'static>,
-    /// Never unwinds: panics are caught and returned as [`PlanErrorKind::Panicked`].
-    /// (Spelled out rather than [`PlanFn`]: the layout derive must see the fn type.)
+    /// The planner's entry point. Never unwinds: panics are caught and returned as
+    /// [`PlanErrorKind::Panicked`].
     pub plan: extern "C" fn(
         request: &PlanRequest,
         context: &HostContext,

@@ -32,7 +32,7 @@ pub mod kit;
 pub use abi::*;
 pub use context::{HostContext, LogLevel};
 pub use export::{
-    __plugin_module, PlanFn, Planner, PlannerEntry, PluginModule, PluginModuleRef, ABI_VERSION,
+    __plugin_module, Planner, PlannerEntry, PluginModule, PluginModuleRef, ABI_VERSION,
 };
 
 /// Re-exported so that `export_planners!` and plugins need no direct dependency on it.
