@@ -20,54 +20,78 @@
 //!
 //! Scanning every placed buffer for each placement would be quadratic. Instead the placed
 //! buffers are indexed over time. Time is counted in *points*, the distinct start steps
-//! (m <= n of them); a buffer's *span* is the range of points its lifetime covers, and it is
-//! *short* when that span is at most [`SHORT_SPAN`] points (most tensors of a model), *long*
-//! otherwise. A buffer with span `[lo, hi]` overlaps exactly:
+//! (m <= n of them); a buffer's *span* is the range of points its lifetime covers. It is
+//! *short* when it covers at most [`SHORT_SPAN`] points (most tensors of a model), *long*
+//! otherwise. Two buffers overlap in time exactly when their spans share a point, and a
+//! buffer with span `[lo, hi]` overlaps exactly:
 //!
-//! - the placed buffers starting at a point in `[lo, hi]`: read from the *start lists*, one
-//!   list per point, laid out in point order in one array. Every point walked begins some
-//!   buffer overlapping this one, so the walk costs no more than the buffers overlapping;
-//! - the placed short buffers starting in the `SHORT_SPAN - 1` points before `lo` and still
-//!   live at `lo`: read from the same lists, right before the first ones in memory, keeping
-//!   those that reach `lo`;
+//! - the placed short buffers covering a point of `[lo, hi]`, and the placed long buffers
+//!   starting at one: read from the *point lists*, one list per point, where a short buffer
+//!   is recorded at every point it covers (at most [`SHORT_SPAN`] copies) and a long one at
+//!   its first point. The lists are laid out in point order in one array, so this is one
+//!   contiguous read, and every entry read is a buffer overlapping this one (a short buffer
+//!   met twice is harmless: overlapping ranges are allowed in the sweep);
 //! - the placed long buffers starting before `lo` and live at `lo`: read from a *stabbing
-//!   tree*, a segment tree over blocks of a few points where each long buffer is
-//!   recorded in the O(log m) nodes covering its blocks; the lists on the path from `lo`'s
-//!   block to the root hold every long buffer live in that block, filtered to those live at
-//!   `lo`.
+//!   tree*, a segment tree over blocks of a few points where each long buffer is recorded in
+//!   the O(log m) nodes covering its blocks; the lists on the path from `lo`'s block to the
+//!   root hold every long buffer live in that block, filtered to those live at `lo`.
 //!
-//! The lists store each placed buffer's byte range inline, and every list's final length is
-//! known before packing, so all lists of an index share one array with each list contiguous:
-//! a query for a short buffer reads a few neighbouring cache lines. That locality, not the
-//! operation count, is what keeps a million buffers fast.
+//! # Placing window by window
+//!
+//! Placement order follows sizes, not lifetimes, so taken literally it visits time at
+//! random: with a million buffers nearly every list it reads would miss the CPU's caches.
+//! But a buffer's offset depends only on the buffers placed before it that overlap it in
+//! time, so any order that keeps, for every two buffers overlapping in time, the one that
+//! comes first in placement order first gives the very same offsets. Time is cut into
+//! *windows* of [`WINDOW_POINTS`] points; the buffers whose span lies inside one window
+//! (nearly all) are grouped by window, each group sorted by the order's key, and the few
+//! that cross a window boundary are taken in order. Before placing a crossing buffer, each
+//! window it covers places its own buffers that come before it; then each window places the
+//! rest of its own, one window after the other. A buffer inside a window overlaps only
+//! buffers of its window and crossing ones covering it, so both rules above hold, and each
+//! window's placements read lists that fit in cache.
+//!
+//! # Memory layout
+//!
+//! - Every list's final length is known before packing, so all lists of an index share one
+//!   array, each list a contiguous run of it with its free places at the end (marked empty).
+//! - Entries hold only byte ranges, in 32 bits while every end fits (always, in a
+//!   microcontroller's memory; a packing that outgrows them starts over with 64 bits).
 //!
 //! # Complexity
 //!
 //! With n buffers and k_i buffers overlapping buffer i in time (plus the long buffers live in
-//! the same block of points, and the `SHORT_SPAN - 1` points scanned before its start):
-//! O(n log n) for the sort, the inserts and the tree walks, plus O(k_i log k_i) per buffer to
-//! collect the overlapping placed ones and order them by offset. Mapping steps to points is a
-//! table lookup when the steps are dense (at most about 4n of them), a binary search
-//! otherwise.
-//! For model graphs, where most tensors live a few steps and only a few live long, k_i is
-//! small and the whole is O(n log n); a buffer that overlaps all others in time costs O(n log
-//! n) on its own (the worst case, every buffer live together, is O(n^2 log n)). Memory: O(n)
-//! for the start lists, O(l log m) for the tree of l long buffers.
+//! the same block of points): O(n) to group and sort (a radix sort on the order's key, per
+//! window), O(n log n) for the inserts and the tree walks, plus O(k_i log k_i) per buffer to
+//! order the overlapping ones by offset; a crossing buffer also visits each window it covers,
+//! which costs no more than reading their lists. Mapping steps to points is a table lookup
+//! when the steps are dense (at most about 4n of them), a binary search otherwise. For model
+//! graphs, where most tensors live a few steps and only a few live long, k_i is small and the
+//! whole is O(n log n); a buffer that overlaps all others in time costs O(n log n) on its own
+//! (the worst case, every buffer live together, is O(n^2 log n)). Memory: O(n) for the point
+//! lists, O(l log m) for the tree of l long buffers.
 
-use std::cmp::Reverse;
+use std::ops::RangeInclusive;
 
 use super::{Buffer, Packing};
+use crate::abi::Lifetime;
 use crate::bounds::align_up;
 
-/// Buffers spanning at most this many points are short (see the module documentation): in
-/// a model, a tensor read by the next op or the one after. Chosen by measurement (the
-/// `pack_bench` example of `greedy-bestfit`): 2, 4 and 8 cost about the same at 100,000
-/// buffers; at 1,000,000, 2 was fastest, as the backward scan then reads one list.
+/// Buffers covering at most this many points are short (see the module documentation): in
+/// a model, a tensor read by the next op. Short buffers are copied into the list of every
+/// point they cover, so a larger value trades memory for fewer tree entries; measured with
+/// the `pack_bench` example of `greedy-bestfit`.
 pub const SHORT_SPAN: u32 = 2;
 
 /// Points per leaf of the long buffers' tree: coarser leaves keep the tree small enough to
 /// stay in cache, at the price of filtering out long buffers live elsewhere in the block.
 const TREE_BLOCK: u32 = 8;
+
+/// Points per window of time (see the module documentation): small enough that the lists a
+/// window's placements read stay in the CPU's cache (4096 points of a model-like trace: about
+/// 100 KiB of lists), large enough that few buffers cross a window boundary. Chosen by
+/// measurement (`pack_bench`).
+const WINDOW_POINTS: u32 = 4096;
 
 /// The order in which buffers are taken.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -142,37 +166,166 @@ fn name_of<T: PartialEq>(choices: &[(&'static str, T)], value: T) -> &'static st
 /// Packs `buffers` greedily (see the module documentation). Deterministic: the same buffers
 /// in the same order always give the same offsets.
 pub fn pack_greedy(buffers: &[Buffer], order: Order, fit: Fit) -> Packing {
-    let timeline = Timeline::new(buffers);
-    let mut heap = Heap::new(buffers, &timeline);
-    let mut queue: Vec<Item> = Vec::with_capacity(buffers.len());
-    for (index, buffer) in buffers.iter().enumerate() {
-        let item = Item::new(index, buffer, timeline.span[index]);
-        match buffer.fixed_offset {
-            Some(offset) => heap.place(&item, offset),
-            None => queue.push(item),
+    // The time index holds offsets in 32 bits while every end fits (always, in a
+    // microcontroller's memory): a packing that outgrows them starts over with 64.
+    let fixed_ends_fit = buffers.iter().all(|buffer| {
+        buffer
+            .fixed_offset
+            .is_none_or(|offset| u32::fits(offset.saturating_add(buffer.size)))
+    });
+    if fixed_ends_fit {
+        if let Some(packing) = pack_in::<u32>(buffers, order, fit, WINDOW_POINTS) {
+            return packing;
         }
     }
-    sort_by_order(&mut queue, order, fit);
+    pack_in::<u64>(buffers, order, fit, WINDOW_POINTS).expect("every end fits in 64 bits")
+}
 
-    // Byte ranges of the placed buffers overlapping the current one in time; reused.
-    let mut occupied: Vec<(u64, u64)> = Vec::new();
-    for item in &queue {
-        heap.collect_overlapping(item, &mut occupied);
-        occupied.sort_unstable_by_key(|&(offset, _)| offset);
-        let offset = choose_gap(&occupied, item.size, item.alignment, fit);
-        heap.place(item, offset);
+/// The greedy loop, with the time index storing byte offsets as `W`, over windows of
+/// `window_points` points; `None` when an end does not fit in `W`.
+fn pack_in<W: Word>(
+    buffers: &[Buffer],
+    order: Order,
+    fit: Fit,
+    window_points: u32,
+) -> Option<Packing> {
+    let timeline = Timeline::new(buffers);
+    let mut items: Vec<Item> = buffers
+        .iter()
+        .enumerate()
+        .map(|(index, buffer)| Item::new(index, buffer, timeline.span(buffer.lifetime)))
+        .collect();
+    let windows = Windows::new(timeline.points.len() as u32, window_points);
+    drop(timeline);
+    let mut heap = Heap::<W>::new(&items, windows.point_count);
+    for item in &items {
+        if let Some(offset) = buffers[item.index as usize].fixed_offset {
+            heap.place(item, offset)?;
+        }
+    }
+    items.retain(|item| buffers[item.index as usize].fixed_offset.is_none());
+    let key = PlacementKey::for_order(order, fit);
+    let groups = windows.group(&mut items, key);
+
+    let mut placer = Placer {
+        heap: &mut heap,
+        occupied: Vec::new(),
+        fit,
+    };
+    let (inside, crossing) = items.split_at(groups[windows.count]);
+    // Per window, the next of its buffers to place.
+    let mut next: Vec<usize> = groups[..windows.count].to_vec();
+    // Places window `window`'s buffers that come before `limit` in placement order.
+    let mut place_window_before = |placer: &mut Placer<W>, window: usize, limit: Option<&Item>| {
+        let end = groups[window + 1];
+        while next[window] < end
+            && limit.is_none_or(|limit| key.of(&inside[next[window]]) < key.of(limit))
+        {
+            placer.place(&inside[next[window]])?;
+            next[window] += 1;
+        }
+        Some(())
+    };
+    for item in crossing {
+        for window in windows.of(item.lo)..=windows.of(item.hi) {
+            place_window_before(&mut placer, window, Some(item))?;
+        }
+        placer.place(item)?;
+    }
+    for window in 0..windows.count {
+        place_window_before(&mut placer, window, None)?;
     }
 
-    Packing {
+    Some(Packing {
         offsets: heap.offsets,
         height: heap.height,
         note: String::new(),
+    })
+}
+
+/// The windows of time that placement proceeds by (see the module documentation).
+struct Windows {
+    point_count: u32,
+    points_per_window: u32,
+    count: usize,
+}
+
+impl Windows {
+    fn new(point_count: u32, points_per_window: u32) -> Windows {
+        Windows {
+            point_count,
+            points_per_window,
+            count: point_count.div_ceil(points_per_window) as usize,
+        }
+    }
+
+    fn of(&self, point: u32) -> usize {
+        (point / self.points_per_window) as usize
+    }
+
+    /// `item`'s group: its window when its span lies inside one, `count` when it crosses a
+    /// window boundary.
+    fn group_of(&self, item: &Item) -> usize {
+        match self.of(item.lo) {
+            window if window == self.of(item.hi) => window,
+            _ => self.count,
+        }
+    }
+
+    /// Reorders `items` (in index order) into groups: each window's buffers, then the
+    /// crossing ones, each group sorted by `key`. Returns the `count + 2` group bounds.
+    ///
+    /// Grouping first is one stable counting pass; each group is then sorted on its own,
+    /// small enough to stay in cache, so the sorting costs about the same per buffer at a
+    /// million buffers as at a thousand.
+    fn group(&self, items: &mut Vec<Item>, key: PlacementKey) -> Vec<usize> {
+        let mut bounds = vec![0usize; self.count + 2];
+        for item in items.iter() {
+            bounds[self.group_of(item) + 1] += 1;
+        }
+        for group in 0..=self.count {
+            bounds[group + 1] += bounds[group];
+        }
+        let mut next = bounds.clone();
+        let mut grouped = vec![Item::default(); items.len()];
+        for item in items.iter() {
+            let at = &mut next[self.group_of(item)];
+            grouped[*at] = *item;
+            *at += 1;
+        }
+        *items = grouped;
+        // Working room for the largest group's sort.
+        let largest = bounds.windows(2).map(|group| group[1] - group[0]).max();
+        let mut spare = vec![Item::default(); largest.unwrap_or(0)];
+        for group in bounds.windows(2) {
+            let group = &mut items[group[0]..group[1]];
+            radix_sort(group, &mut spare[..group.len()], |item| key.of(item));
+        }
+        bounds
     }
 }
 
-/// What placing one buffer needs, gathered so that the packing loop reads one record per
-/// buffer in placement order instead of reaching into several arrays at random.
-#[derive(Clone, Copy, Debug)]
+/// Places buffers one at a time into a [`Heap`].
+struct Placer<'a, W> {
+    heap: &'a mut Heap<W>,
+    /// Byte ranges of the placed buffers overlapping the current one in time; reused.
+    occupied: Vec<(u64, u64)>,
+    fit: Fit,
+}
+
+impl<W: Word> Placer<'_, W> {
+    /// Places `item` in the gap [`choose_gap`] picks; `None` when its end does not fit in `W`.
+    fn place(&mut self, item: &Item) -> Option<()> {
+        self.heap.collect_overlapping(item, &mut self.occupied);
+        self.occupied.sort_unstable_by_key(|&(offset, _)| offset);
+        let offset = choose_gap(&self.occupied, item.size, item.alignment, self.fit);
+        self.heap.place(item, offset)
+    }
+}
+
+/// What sorting and placing one buffer need, in one record, so that placement reads the
+/// records of a window one after the other instead of reaching into several arrays.
+#[derive(Clone, Copy, Debug, Default)]
 struct Item {
     size: u64,
     alignment: u64,
@@ -196,130 +349,293 @@ impl Item {
         }
     }
 
-    fn is_long(&self) -> bool {
-        self.hi - self.lo >= SHORT_SPAN
+    fn is_short(&self) -> bool {
+        self.hi - self.lo < SHORT_SPAN
+    }
+
+    /// Points whose lists record this buffer once placed.
+    fn listed_at(&self) -> RangeInclusive<u32> {
+        if self.is_short() {
+            self.lo..=self.hi
+        } else {
+            self.lo..=self.lo
+        }
     }
 }
 
-/// A placed buffer in a start list: its bytes, its last point and whether it is long.
+/// The integer the time index stores byte offsets in: `u32` while every end fits, which
+/// halves the memory placements read at random, else `u64`.
+trait Word: Copy + Default + std::fmt::Debug {
+    fn fits(value: u64) -> bool;
+    /// `value`, which the caller has checked [`Word::fits`].
+    fn narrow(value: u64) -> Self;
+    fn widen(self) -> u64;
+}
+
+impl Word for u32 {
+    fn fits(value: u64) -> bool {
+        value <= u64::from(u32::MAX)
+    }
+
+    fn narrow(value: u64) -> u32 {
+        debug_assert!(u32::fits(value));
+        value as u32
+    }
+
+    fn widen(self) -> u64 {
+        u64::from(self)
+    }
+}
+
+impl Word for u64 {
+    fn fits(_: u64) -> bool {
+        true
+    }
+
+    fn narrow(value: u64) -> u64 {
+        value
+    }
+
+    fn widen(self) -> u64 {
+        self
+    }
+}
+
+/// An entry of [`Lists`]: a placed buffer's bytes, or a free place. A placed buffer ends
+/// above 0 (empty buffers are never recorded), so `end == 0` marks a free place.
+trait Slot: Copy + Default {
+    fn is_free(&self) -> bool;
+}
+
+/// A placed buffer's bytes, `offset..end`.
 #[derive(Clone, Copy, Debug, Default)]
-struct StartSlot {
-    offset: u64,
-    end: u64,
-    hi: u32,
-    long: bool,
+struct Bytes<W> {
+    offset: W,
+    end: W,
+}
+
+impl<W: Word> Bytes<W> {
+    fn new(offset: u64, end: u64) -> Bytes<W> {
+        Bytes {
+            offset: W::narrow(offset),
+            end: W::narrow(end),
+        }
+    }
+
+    fn widen(self) -> (u64, u64) {
+        (self.offset.widen(), self.end.widen())
+    }
+}
+
+impl<W: Word> Slot for Bytes<W> {
+    fn is_free(&self) -> bool {
+        self.end.widen() == 0
+    }
 }
 
 /// A placed long buffer in the tree: its bytes and its span.
 #[derive(Clone, Copy, Debug, Default)]
-struct LongSlot {
-    offset: u64,
-    end: u64,
+struct LongSlot<W> {
+    bytes: Bytes<W>,
     lo: u32,
     hi: u32,
 }
 
+impl<W: Word> Slot for LongSlot<W> {
+    fn is_free(&self) -> bool {
+        self.bytes.is_free()
+    }
+}
+
 /// The buffers placed so far, indexed over time.
-struct Heap {
-    /// Placed buffers by the point they start at.
-    starts: SlotLists<StartSlot>,
+struct Heap<W> {
+    /// Per point: the placed short buffers covering it and long ones starting at it.
+    points: Lists<Bytes<W>>,
     /// Placed long buffers by the blocks of points they cover.
-    long: StabbingTree,
+    long: StabbingTree<W>,
     offsets: Vec<u64>,
     height: u64,
 }
 
-impl Heap {
-    fn new(buffers: &[Buffer], timeline: &Timeline) -> Heap {
-        let mut per_start = vec![0u32; timeline.points.len()];
+impl<W: Word> Heap<W> {
+    /// An empty heap with room for every one of `items`.
+    fn new(items: &[Item], point_count: u32) -> Heap<W> {
+        let point_count = point_count as usize;
+        let mut per_point = vec![0u32; point_count];
         let mut long_blocks = Vec::new();
-        for &(lo, hi) in &timeline.span {
-            per_start[lo as usize] += 1;
-            if hi - lo >= SHORT_SPAN {
-                long_blocks.push((lo / TREE_BLOCK, hi / TREE_BLOCK));
+        for item in items {
+            for point in item.listed_at() {
+                per_point[point as usize] += 1;
+            }
+            if !item.is_short() {
+                long_blocks.push((item.lo / TREE_BLOCK, item.hi / TREE_BLOCK));
             }
         }
-        let blocks = timeline.points.len().div_ceil(TREE_BLOCK as usize);
         Heap {
-            starts: SlotLists::with_capacities(&per_start),
-            long: StabbingTree::new(blocks, &long_blocks),
-            offsets: vec![0; buffers.len()],
+            points: Lists::with_capacities(per_point),
+            long: StabbingTree::new(point_count.div_ceil(TREE_BLOCK as usize), &long_blocks),
+            offsets: vec![0; items.len()],
             height: 0,
         }
     }
 
-    fn place(&mut self, item: &Item, offset: u64) {
+    /// Places `item` at `offset`; `None` when its end does not fit in `W`.
+    fn place(&mut self, item: &Item, offset: u64) -> Option<()> {
         let end = offset + item.size;
+        if !W::fits(end) {
+            return None;
+        }
         self.offsets[item.index as usize] = offset;
         self.height = self.height.max(end);
-        let long = item.is_long();
-        let slot = StartSlot {
-            offset,
-            end,
-            hi: item.hi,
-            long,
-        };
-        self.starts.push(item.lo as usize, slot);
-        if long {
+        if item.size == 0 {
+            // Occupies no byte, so overlaps nothing: recording it would only split gaps.
+            return Some(());
+        }
+        let bytes = Bytes::new(offset, end);
+        for point in item.listed_at() {
+            self.points.push(point as usize, bytes);
+        }
+        if !item.is_short() {
             let slot = LongSlot {
-                offset,
-                end,
+                bytes,
                 lo: item.lo,
                 hi: item.hi,
             };
             self.long
                 .insert(item.lo / TREE_BLOCK, item.hi / TREE_BLOCK, slot);
         }
+        Some(())
     }
 
     /// Replaces `occupied` with the byte ranges `(offset, end)` of the placed buffers whose
-    /// lifetimes overlap `item`'s (the three sources of the module documentation).
+    /// lifetimes overlap `item`'s (the two sources of the module documentation).
     fn collect_overlapping(&self, item: &Item, occupied: &mut Vec<(u64, u64)>) {
         occupied.clear();
         let (lo, hi) = (item.lo, item.hi);
-        for point in lo.saturating_sub(SHORT_SPAN - 1)..lo {
-            for slot in self.starts.get(point as usize) {
-                if !slot.long && slot.hi >= lo {
-                    occupied.push((slot.offset, slot.end));
-                }
-            }
-        }
-        for point in lo..=hi {
-            for slot in self.starts.get(point as usize) {
-                occupied.push((slot.offset, slot.end));
-            }
-        }
+        occupied.extend(
+            self.points
+                .runs(lo as usize..=hi as usize)
+                .iter()
+                .filter(|bytes| !bytes.is_free())
+                .map(|bytes| bytes.widen()),
+        );
         self.long.for_each_live_at(lo / TREE_BLOCK, |slots| {
-            for slot in slots {
-                if slot.lo < lo && slot.hi >= lo {
-                    occupied.push((slot.offset, slot.end));
-                }
-            }
+            occupied.extend(
+                slots
+                    .iter()
+                    .filter(|slot| slot.lo < lo && slot.hi >= lo && !slot.is_free())
+                    .map(|slot| slot.bytes.widen()),
+            );
         });
     }
 }
 
-/// Sorts buffers into placement order.
+/// Placement order as a key per buffer: buffers are placed in increasing key order, and
+/// every key is distinct (the buffer index breaks ties).
 ///
 /// `Size` with first fit is TFLite Micro's greedy planner exactly: largest first, and buffers
 /// of equal size in reverse model order (TFLM fills its sort array from the back before a
 /// stable sort). That tie rule, not the lifetime one, is what reproduces TFLM's arena figures
 /// on real models (vww_96_int8: 73728, where the lifetime tie rule gives 64512).
-fn sort_by_order(queue: &mut [Item], order: Order, fit: Fit) {
-    match (order, fit) {
-        (Order::Size, Fit::First) => {
-            queue.sort_unstable_by_key(|i| (Reverse(i.size), Reverse(i.index)))
+#[derive(Clone, Copy, Debug)]
+enum PlacementKey {
+    /// Largest first, then the longest, then the lowest index.
+    SizeThenDuration,
+    /// Largest first, then the highest index (TFLM).
+    SizeThenReverseIndex,
+    /// Longest first, then the largest, then the lowest index.
+    DurationThenSize,
+    /// Largest size x duration first, then the largest, then the lowest index.
+    AreaThenSize,
+}
+
+impl PlacementKey {
+    fn for_order(order: Order, fit: Fit) -> PlacementKey {
+        match (order, fit) {
+            (Order::Size, Fit::First) => PlacementKey::SizeThenReverseIndex,
+            (Order::Size, Fit::Best) => PlacementKey::SizeThenDuration,
+            (Order::Duration, _) => PlacementKey::DurationThenSize,
+            (Order::Area, _) => PlacementKey::AreaThenSize,
         }
-        (Order::Size, Fit::Best) => {
-            queue.sort_unstable_by_key(|i| (Reverse(i.size), Reverse(i.duration), i.index))
+    }
+
+    /// The key of `item`, as a 192-bit number (high word first) compared as a tuple:
+    /// "larger first" fields are stored complemented.
+    fn of(self, item: &Item) -> (u128, u64) {
+        let (size, duration, index) = (item.size, item.duration, item.index);
+        let wide = |high: u64, low: u64| (u128::from(high) << 64) | u128::from(low);
+        let pair = |high: u32, low: u32| (u64::from(high) << 32) | u64::from(low);
+        match self {
+            PlacementKey::SizeThenDuration => (wide(!size, pair(!duration, index)), 0),
+            PlacementKey::SizeThenReverseIndex => (wide(!size, u64::from(!index)), 0),
+            PlacementKey::DurationThenSize => {
+                // 32 + 64 + 32 bits: (!duration, !size, index).
+                let high = (u64::from(!duration) << 32) | (!size >> 32);
+                (wide(high, pair(!size as u32, index)), 0)
+            }
+            PlacementKey::AreaThenSize => {
+                // Area takes at most 96 bits; then !size and index in 96 more.
+                let area = u128::from(size) * u128::from(duration);
+                let not_area = !area & ((1u128 << 96) - 1);
+                (
+                    (not_area << 32) | u128::from(!size >> 32),
+                    pair(!size as u32, index),
+                )
+            }
         }
-        (Order::Duration, _) => {
-            queue.sort_unstable_by_key(|i| (Reverse(i.duration), Reverse(i.size), i.index))
+    }
+}
+
+/// Sorts `items` by `key` (every key distinct), with `spare` (as long as `items`) as working
+/// room: a least-significant-digit radix sort over the 24 key bytes that skips the bytes on
+/// which all keys agree (most of them, for real sizes, durations and indices). O(n) per byte
+/// sorted, sequential reads and 256 streams of writes; small inputs use a comparison sort.
+fn radix_sort<T: Copy>(items: &mut [T], spare: &mut [T], key: impl Fn(&T) -> (u128, u64)) {
+    const BYTES: usize = 24;
+    if items.len() <= 64 {
+        items.sort_unstable_by_key(&key);
+        return;
+    }
+    // Byte `position` of a key, 0 the least significant.
+    let byte = |(major, minor): (u128, u64), position: usize| -> usize {
+        let bits = match position {
+            0..8 => minor >> (8 * position),
+            _ => (major >> (8 * (position - 8))) as u64,
+        };
+        (bits & 0xff) as usize
+    };
+    let mut counts = vec![[0u32; 256]; BYTES];
+    for item in items.iter() {
+        let key = key(item);
+        for (position, count) in counts.iter_mut().enumerate() {
+            count[byte(key, position)] += 1;
         }
-        (Order::Area, _) => queue.sort_unstable_by_key(|i| {
-            let area = u128::from(i.size) * u128::from(i.duration);
-            (Reverse(area), Reverse(i.size), i.index)
-        }),
+    }
+    let mut sorted_in_spare = false;
+    for (position, count) in counts.iter().enumerate() {
+        if count.contains(&(items.len() as u32)) {
+            continue;
+        }
+        let mut next = [0u32; 256];
+        let mut total = 0;
+        for (bucket, &c) in count.iter().enumerate() {
+            next[bucket] = total;
+            total += c;
+        }
+        let (from, to): (&[T], &mut [T]) = if sorted_in_spare {
+            (spare, items)
+        } else {
+            (items, spare)
+        };
+        for item in from.iter() {
+            let bucket = &mut next[byte(key(item), position)];
+            to[*bucket as usize] = *item;
+            *bucket += 1;
+        }
+        sorted_in_spare = !sorted_in_spare;
+    }
+    if sorted_in_spare {
+        items.copy_from_slice(spare);
     }
 }
 
@@ -352,14 +668,14 @@ fn choose_gap(occupied: &[(u64, u64)], size: u64, alignment: u64, fit: Fit) -> u
     }
 }
 
-/// Lifetimes mapped onto the sorted distinct start steps, so that the stabbing tree has one
-/// leaf per start step rather than one per op step.
+/// Lifetimes mapped onto the sorted distinct start steps, so that the time index has one
+/// list per start step rather than one per op step.
 struct Timeline {
     /// Distinct start steps, ascending.
     points: Vec<u32>,
-    /// Per buffer, the range of `points` indices its lifetime covers (inclusive; never empty,
-    /// since a buffer's own start is a point).
-    span: Vec<(u32, u32)>,
+    /// When steps are dense: per step from `points[0]`, the last point at or before it (one
+    /// lookup per lifetime end instead of a binary search with its cache misses).
+    last_point_at: Option<Vec<u32>>,
 }
 
 impl Timeline {
@@ -373,81 +689,95 @@ impl Timeline {
         ) else {
             return Timeline {
                 points,
-                span: Vec::new(),
+                last_point_at: None,
             };
         };
-        let steps = (top.max(base) - base) as usize + 1;
-        let span = if steps <= 4 * buffers.len() + 1024 {
-            // Steps are dense enough for a table from step to the last point at or before it:
-            // one lookup per end instead of a binary search with its cache misses.
-            let mut last_point_at = Vec::with_capacity(steps);
+        let top = top.max(base);
+        let steps = (top - base) as usize + 1;
+        let last_point_at = (steps <= 4 * buffers.len() + 1024).then(|| {
+            let mut table = Vec::with_capacity(steps);
             let mut point = 0usize;
-            for step in base..=top.max(base) {
+            for step in base..=top {
                 while point + 1 < points.len() && points[point + 1] <= step {
                     point += 1;
                 }
-                last_point_at.push(point as u32);
+                table.push(point as u32);
             }
-            buffers
-                .iter()
-                .map(|b| {
-                    let lo = last_point_at[(b.lifetime.first - base) as usize];
-                    let hi = last_point_at[(b.lifetime.last.max(b.lifetime.first) - base) as usize];
-                    (lo, hi)
-                })
-                .collect()
-        } else {
-            buffers
-                .iter()
-                .map(|b| {
-                    let lo = points.partition_point(|&p| p < b.lifetime.first);
-                    let hi = points.partition_point(|&p| p <= b.lifetime.last) - 1;
-                    (lo as u32, hi.max(lo) as u32)
-                })
-                .collect()
-        };
-        Timeline { points, span }
+            table
+        });
+        Timeline {
+            points,
+            last_point_at,
+        }
+    }
+
+    /// The range of points `lifetime` covers (inclusive; never empty, since a buffer's own
+    /// start is a point). `lifetime` must be one of the buffers the timeline was made from.
+    fn span(&self, lifetime: Lifetime) -> (u32, u32) {
+        let last = lifetime.last.max(lifetime.first);
+        match &self.last_point_at {
+            Some(table) => {
+                let base = self.points[0];
+                let point_at = |step: u32| table[(step - base) as usize];
+                (point_at(lifetime.first), point_at(last))
+            }
+            None => {
+                let lo = self.points.partition_point(|&p| p < lifetime.first);
+                let hi = self.points.partition_point(|&p| p <= last) - 1;
+                (lo as u32, hi.max(lo) as u32)
+            }
+        }
     }
 }
 
-/// Lists of slots, one per key, whose final lengths are known in advance: each list owns a
-/// contiguous run of one flat array (filled from its start), so that reading a list is one
-/// sequential read, neighbouring keys are neighbours in memory, and all lists together are
-/// one allocation.
-struct SlotLists<T> {
-    /// Per key: where its run starts and how much of it is filled.
-    runs: Vec<(u32, u32)>,
+/// Lists of slots, one per key, whose final lengths are known in advance: list `k` owns the
+/// run `slots[bounds[k]..bounds[k + 1]]`, filled from its start, its free places (see
+/// [`Slot`]) after the filled ones. All lists are one allocation, neighbouring keys are
+/// neighbours in memory, and the lists of consecutive keys read together are one contiguous
+/// slice.
+struct Lists<T> {
+    /// `keys + 1` run bounds.
+    bounds: Vec<u32>,
     slots: Vec<T>,
 }
 
-impl<T: Copy + Default> SlotLists<T> {
-    fn with_capacities(capacities: &[u32]) -> SlotLists<T> {
+impl<T: Slot> Lists<T> {
+    /// Lists with room for `capacities[k]` slots under key `k`.
+    fn with_capacities(capacities: Vec<u32>) -> Lists<T> {
+        let mut bounds = capacities;
         let mut total = 0u32;
-        let runs = capacities
-            .iter()
-            .map(|&capacity| {
-                let start = total;
-                total = total
-                    .checked_add(capacity)
-                    .expect("fewer than 2^32 list entries");
-                (start, 0)
-            })
-            .collect();
-        SlotLists {
-            runs,
+        for bound in bounds.iter_mut() {
+            let capacity = *bound;
+            *bound = total;
+            total = total
+                .checked_add(capacity)
+                .expect("fewer than 2^32 list entries");
+        }
+        bounds.push(total);
+        Lists {
+            bounds,
             slots: vec![T::default(); total as usize],
         }
     }
 
-    fn push(&mut self, key: usize, slot: T) {
-        let (start, filled) = &mut self.runs[key];
-        self.slots[(*start + *filled) as usize] = slot;
-        *filled += 1;
+    fn run(&self, key: usize) -> std::ops::Range<usize> {
+        self.bounds[key] as usize..self.bounds[key + 1] as usize
     }
 
-    fn get(&self, key: usize) -> &[T] {
-        let (start, filled) = self.runs[key];
-        &self.slots[start as usize..(start + filled) as usize]
+    /// Adds `slot` to list `key`, which must have room left. The free places of a run are
+    /// its last ones, so this scans only slots a query of the same key reads anyway.
+    fn push(&mut self, key: usize, slot: T) {
+        let run = self.run(key);
+        let free = self.slots[run.clone()]
+            .iter()
+            .position(Slot::is_free)
+            .expect("every list was given room for all its slots");
+        self.slots[run.start + free] = slot;
+    }
+
+    /// The runs of `keys`, one slice, free places included.
+    fn runs(&self, keys: RangeInclusive<usize>) -> &[T] {
+        &self.slots[self.bounds[*keys.start()] as usize..self.bounds[keys.end() + 1] as usize]
     }
 }
 
@@ -458,21 +788,21 @@ impl<T: Copy + Default> SlotLists<T> {
 /// leaf are exactly those stored on its path to the root, each exactly once. Every interval
 /// that will be inserted is known when the tree is built, so each node's list gets exactly
 /// the room it needs.
-struct StabbingTree {
+struct StabbingTree<W> {
     leaves: usize,
-    nodes: SlotLists<LongSlot>,
+    nodes: Lists<LongSlot<W>>,
 }
 
-impl StabbingTree {
+impl<W: Word> StabbingTree<W> {
     /// A tree over `leaves` leaves with room for the intervals `spans` (inclusive).
-    fn new(leaves: usize, spans: &[(u32, u32)]) -> StabbingTree {
+    fn new(leaves: usize, spans: &[(u32, u32)]) -> StabbingTree<W> {
         let mut capacities = vec![0u32; 2 * leaves];
         for &(lo, hi) in spans {
             Self::for_each_canonical_node(leaves, lo, hi, |node| capacities[node] += 1);
         }
         StabbingTree {
             leaves,
-            nodes: SlotLists::with_capacities(&capacities),
+            nodes: Lists::with_capacities(capacities),
         }
     }
 
@@ -495,16 +825,17 @@ impl StabbingTree {
     }
 
     /// Records `slot` on the leaves `lo..=hi` (an interval given to [`StabbingTree::new`]).
-    fn insert(&mut self, lo: u32, hi: u32, slot: LongSlot) {
+    fn insert(&mut self, lo: u32, hi: u32, slot: LongSlot<W>) {
         let nodes = &mut self.nodes;
         Self::for_each_canonical_node(self.leaves, lo, hi, |node| nodes.push(node, slot));
     }
 
-    /// Calls `visit` with the slots recorded on each node from leaf `leaf` to the root.
-    fn for_each_live_at(&self, leaf: u32, mut visit: impl FnMut(&[LongSlot])) {
+    /// Calls `visit` with the slots (free places included) recorded on each node from leaf
+    /// `leaf` to the root.
+    fn for_each_live_at(&self, leaf: u32, mut visit: impl FnMut(&[LongSlot<W>])) {
         let mut node = leaf as usize + self.leaves;
         while node >= 1 {
-            visit(self.nodes.get(node));
+            visit(self.nodes.runs(node..=node));
             node >>= 1;
         }
     }
@@ -512,6 +843,8 @@ impl StabbingTree {
 
 #[cfg(test)]
 mod tests {
+    use std::cmp::Reverse;
+
     use super::*;
     use crate::abi::Lifetime;
     use crate::kit::testing::{assert_valid_packing, buffer};
@@ -600,53 +933,103 @@ mod tests {
         assert_eq!(packing.height, 64);
     }
 
-    #[test]
-    fn orders_sort_as_documented() {
-        let buffers = [buffer(10, 0, 9), buffer(20, 0, 0), buffer(20, 0, 1)];
-        let sorted = |order, fit| {
-            let mut queue: Vec<Item> = buffers
-                .iter()
-                .enumerate()
-                .map(|(index, b)| Item::new(index, b, (0, 0)))
-                .collect();
-            sort_by_order(&mut queue, order, fit);
-            queue.iter().map(|item| item.index).collect::<Vec<u32>>()
-        };
-        assert_eq!(sorted(Order::Size, Fit::Best), vec![2, 1, 0]);
-        // TFLite Micro's order: equal sizes in reverse model order, lifetimes ignored.
-        let tflm = [buffer(20, 0, 1), buffer(20, 0, 0), buffer(10, 0, 9)];
-        let mut queue: Vec<Item> = tflm
-            .iter()
-            .enumerate()
-            .map(|(index, b)| Item::new(index, b, (0, 0)))
-            .collect();
-        sort_by_order(&mut queue, Order::Size, Fit::First);
-        let tflm_order: Vec<u32> = queue.iter().map(|item| item.index).collect();
-        assert_eq!(tflm_order, vec![1, 0, 2]);
-        assert_eq!(sorted(Order::Duration, Fit::Best), vec![0, 2, 1]);
-        assert_eq!(sorted(Order::Area, Fit::Best), vec![0, 2, 1]);
-    }
-
-    /// The same greedy packing with the overlapping buffers found by brute force.
-    fn pack_by_brute_force(buffers: &[Buffer], order: Order, fit: Fit) -> Vec<u64> {
+    /// Indices of the buffers without a fixed offset in placement order.
+    fn order_of(buffers: &[Buffer], order: Order, fit: Fit) -> Vec<u32> {
         let mut queue: Vec<Item> = buffers
             .iter()
             .enumerate()
             .filter(|(_, b)| b.fixed_offset.is_none())
             .map(|(index, b)| Item::new(index, b, (0, 0)))
             .collect();
-        sort_by_order(&mut queue, order, fit);
+        let key = PlacementKey::for_order(order, fit);
+        let mut spare = queue.clone();
+        radix_sort(&mut queue, &mut spare, |item| key.of(item));
+        queue.iter().map(|item| item.index).collect()
+    }
+
+    /// The documented orders, written as plain comparison sorts: the reference the radix
+    /// sort must agree with.
+    fn reference_order(buffers: &[Buffer], order: Order, fit: Fit) -> Vec<u32> {
+        let mut indices: Vec<u32> = (0..buffers.len() as u32)
+            .filter(|&i| buffers[i as usize].fixed_offset.is_none())
+            .collect();
+        let size = |i: u32| buffers[i as usize].size;
+        let duration = |i: u32| buffers[i as usize].lifetime.duration();
+        match (order, fit) {
+            (Order::Size, Fit::First) => indices.sort_by_key(|&i| (Reverse(size(i)), Reverse(i))),
+            (Order::Size, Fit::Best) => {
+                indices.sort_by_key(|&i| (Reverse(size(i)), Reverse(duration(i)), i))
+            }
+            (Order::Duration, _) => {
+                indices.sort_by_key(|&i| (Reverse(duration(i)), Reverse(size(i)), i))
+            }
+            (Order::Area, _) => indices.sort_by_key(|&i| {
+                let area = u128::from(size(i)) * u128::from(duration(i));
+                (Reverse(area), Reverse(size(i)), i)
+            }),
+        }
+        indices
+    }
+
+    #[test]
+    fn orders_sort_as_documented() {
+        let buffers = [buffer(10, 0, 9), buffer(20, 0, 0), buffer(20, 0, 1)];
+        assert_eq!(order_of(&buffers, Order::Size, Fit::Best), vec![2, 1, 0]);
+        // TFLite Micro's order: equal sizes in reverse model order, lifetimes ignored.
+        let tflm = [buffer(20, 0, 1), buffer(20, 0, 0), buffer(10, 0, 9)];
+        assert_eq!(order_of(&tflm, Order::Size, Fit::First), vec![1, 0, 2]);
+        assert_eq!(
+            order_of(&buffers, Order::Duration, Fit::Best),
+            vec![0, 2, 1]
+        );
+        assert_eq!(order_of(&buffers, Order::Area, Fit::Best), vec![0, 2, 1]);
+    }
+
+    #[test]
+    fn radix_sorted_orders_match_comparison_sorts() {
+        // Sizes and durations spread over every key byte, with many ties.
+        let buffers: Vec<Buffer> = (0..3000u64)
+            .map(|i| {
+                let size = match i % 5 {
+                    0 => i % 7 + 1,
+                    1 => (i * 2_654_435_761) % (1 << 40) + 1,
+                    2 => u64::MAX - i % 3,
+                    3 => 1 << (i % 64),
+                    _ => 4096,
+                };
+                let first = (i * 31 % 500) as u32;
+                let duration = [0, 1, 300, 70_000, u32::MAX - first][(i % 5) as usize];
+                Buffer {
+                    size,
+                    alignment: 1,
+                    lifetime: Lifetime::new(first, first.saturating_add(duration)),
+                    fixed_offset: (i % 97 == 0).then_some(i),
+                }
+            })
+            .collect();
+        for (_, order) in Order::ALL {
+            for (_, fit) in Fit::ALL {
+                assert_eq!(
+                    order_of(&buffers, order, fit),
+                    reference_order(&buffers, order, fit),
+                    "{order:?} {fit:?}"
+                );
+            }
+        }
+    }
+
+    /// The same greedy packing with the overlapping buffers found by brute force.
+    fn pack_by_brute_force(buffers: &[Buffer], order: Order, fit: Fit) -> Vec<u64> {
         let mut placed: Vec<Option<u64>> = buffers.iter().map(|b| b.fixed_offset).collect();
-        for item in queue {
-            let own = buffers[item.index as usize].lifetime;
+        for index in reference_order(buffers, order, fit) {
+            let own = &buffers[index as usize];
             let mut occupied: Vec<(u64, u64)> = (0..buffers.len())
                 .filter_map(|j| placed[j].map(|offset| (j, offset)))
-                .filter(|&(j, _)| buffers[j].lifetime.overlaps(own))
+                .filter(|&(j, _)| buffers[j].lifetime.overlaps(own.lifetime))
                 .map(|(j, offset)| (offset, offset + buffers[j].size))
                 .collect();
             occupied.sort_unstable_by_key(|&(offset, _)| offset);
-            placed[item.index as usize] =
-                Some(choose_gap(&occupied, item.size, item.alignment, fit));
+            placed[index as usize] = Some(choose_gap(&occupied, own.size, own.alignment, fit));
         }
         placed.into_iter().map(Option::unwrap).collect()
     }
@@ -675,17 +1058,57 @@ mod tests {
             fixed_offset: Some(1000),
             ..buffer(64, 30, 90)
         });
-        for (_, order) in Order::ALL {
-            for (_, fit) in Fit::ALL {
-                let packing = pack_greedy(&buffers, order, fit);
-                assert_valid_packing(&buffers, &packing);
-                assert_eq!(
-                    packing.offsets,
-                    pack_by_brute_force(&buffers, order, fit),
-                    "{order:?} {fit:?}"
-                );
+        // The same buffers scaled past 4 GiB, so that the index stores 64-bit offsets.
+        let scaled: Vec<Buffer> = buffers
+            .iter()
+            .map(|b| Buffer {
+                size: b.size << 28,
+                alignment: b.alignment << 28,
+                fixed_offset: b.fixed_offset.map(|offset| offset << 28),
+                ..*b
+            })
+            .collect();
+        assert!(pack_in::<u32>(&buffers, Order::Size, Fit::Best, WINDOW_POINTS).is_some());
+        assert!(pack_in::<u32>(&scaled, Order::Size, Fit::Best, WINDOW_POINTS).is_none());
+        for buffers in [buffers, scaled] {
+            for (_, order) in Order::ALL {
+                for (_, fit) in Fit::ALL {
+                    let expected = pack_by_brute_force(&buffers, order, fit);
+                    let packing = pack_greedy(&buffers, order, fit);
+                    assert_valid_packing(&buffers, &packing);
+                    assert_eq!(packing.offsets, expected, "{order:?} {fit:?}");
+                    // Windows of a few points: most buffers cross a window boundary.
+                    for window_points in [1, 3, 16] {
+                        let windowed =
+                            pack_in::<u64>(&buffers, order, fit, window_points).expect("64 bits");
+                        assert_eq!(
+                            windowed.offsets, expected,
+                            "{order:?} {fit:?} {window_points}"
+                        );
+                    }
+                }
             }
         }
+    }
+
+    #[test]
+    fn offsets_narrow_to_32_bits_only_while_every_end_fits() {
+        let top = u64::from(u32::MAX);
+        // The larger buffer goes first, the other on top, ending at 2^32 - 1 or one byte above.
+        for (size, fits) in [(top - 10, true), (top - 9, false)] {
+            let buffers = vec![buffer(10, 0, 1), buffer(size, 0, 1)];
+            let narrow = pack_in::<u32>(&buffers, Order::Duration, Fit::Best, WINDOW_POINTS);
+            assert_eq!(narrow.is_some(), fits, "size {size}");
+            let packing = pack_greedy(&buffers, Order::Duration, Fit::Best);
+            assert_eq!(packing.offsets, vec![size, 0]);
+            assert_eq!(packing.height, size + 10);
+        }
+        let fixed = Buffer {
+            fixed_offset: Some(top),
+            ..buffer(1, 0, 1)
+        };
+        let packing = pack_greedy(&[fixed, buffer(4, 0, 1)], Order::Size, Fit::Best);
+        assert_eq!(packing.offsets, vec![top, 0]);
     }
 
     #[test]
@@ -704,9 +1127,20 @@ mod tests {
             })
             .collect();
         let expected = vec![(0, 2), (1, 1), (2, 3), (3, 3)];
-        assert_eq!(Timeline::new(&dense).span, expected);
-        assert_eq!(Timeline::new(&sparse).span, expected);
-        assert!(Timeline::new(&[]).span.is_empty());
+        let spans = |buffers: &[Buffer]| {
+            let timeline = Timeline::new(buffers);
+            assert_eq!(
+                timeline.last_point_at.is_some(),
+                buffers[0].lifetime.first < 100,
+                "the table is for dense steps only"
+            );
+            let spans: Vec<(u32, u32)> =
+                buffers.iter().map(|b| timeline.span(b.lifetime)).collect();
+            spans
+        };
+        assert_eq!(spans(&dense), expected);
+        assert_eq!(spans(&sparse), expected);
+        assert!(Timeline::new(&[]).points.is_empty());
     }
 
     #[test]
@@ -732,17 +1166,25 @@ mod tests {
                 intervals.push((lo, hi));
             }
         }
-        let mut tree = StabbingTree::new(leaves, &intervals);
+        let mut tree = StabbingTree::<u32>::new(leaves, &intervals);
         for (item, &(lo, hi)) in intervals.iter().enumerate() {
             let slot = LongSlot {
-                offset: item as u64,
-                ..LongSlot::default()
+                bytes: Bytes::new(item as u64, item as u64 + 1),
+                lo,
+                hi,
             };
             tree.insert(lo, hi, slot);
         }
         for point in 0..leaves as u32 {
             let mut found = Vec::new();
-            tree.for_each_live_at(point, |slots| found.extend(slots.iter().map(|s| s.offset)));
+            tree.for_each_live_at(point, |slots| {
+                found.extend(
+                    slots
+                        .iter()
+                        .filter(|s| !s.is_free())
+                        .map(|s| s.bytes.widen().0),
+                )
+            });
             found.sort_unstable();
             let expected: Vec<u64> = (0..intervals.len() as u64)
                 .filter(|&i| intervals[i as usize].0 <= point && point <= intervals[i as usize].1)
