@@ -61,8 +61,8 @@ pub fn plan_with_packer(
     context: &HostContext,
     packer: &dyn Packer,
 ) -> Result<MemoryPlan, PlanError> {
-    validate(request)?;
-    let mut state = KitState::new(request, context);
+    let placed = validate(request)?;
+    let mut state = KitState::new(request, context, placed);
     state.place_constants()?;
     state.place_with_spill(ArenaRole::Persistent, &BumpPacker)?;
     state.place_with_spill(ArenaRole::Scratch, packer)?;
@@ -73,8 +73,22 @@ fn invalid(message: String) -> PlanError {
     PlanError::new(PlanErrorKind::InvalidRequest, message)
 }
 
-/// Rejects requests the passes cannot honour, naming the tensor or memory.
-fn validate(request: &PlanRequest) -> Result<(), PlanError> {
+/// The tensors that take space (not aliases, not empty), by role, in tensor order.
+struct PlacedTensors {
+    constant: Vec<u32>,
+    persistent: Vec<u32>,
+    scratch: Vec<u32>,
+}
+
+/// Rejects requests the passes cannot honour, naming the tensor or memory, and lists the
+/// tensors that take space by role. One pass: with a million tensors the request is over
+/// 100 MB, and every pass over it costs as much as a good part of the packing.
+fn validate(request: &PlanRequest) -> Result<PlacedTensors, PlanError> {
+    let mut placed = PlacedTensors {
+        constant: Vec::new(),
+        persistent: Vec::new(),
+        scratch: Vec::new(),
+    };
     let memories = &request.memories;
     if memories.is_empty() && !request.tensors.is_empty() {
         return Err(invalid("the request lists tensors but no memories".into()));
@@ -97,7 +111,7 @@ fn validate(request: &PlanRequest) -> Result<(), PlanError> {
             )))
         }
     };
-    for tensor in request.tensors.iter() {
+    for (index, tensor) in request.tensors.iter().enumerate() {
         let id = tensor.id.as_str();
         if !tensor.alignment.is_power_of_two() {
             return Err(invalid(format!(
@@ -164,8 +178,16 @@ fn validate(request: &PlanRequest) -> Result<(), PlanError> {
                 }
             }
         }
+        if tensor.size > 0 {
+            let index = index as u32;
+            match tensor.kind.role() {
+                ArenaRole::Constant => placed.constant.push(index),
+                ArenaRole::Persistent => placed.persistent.push(index),
+                ArenaRole::Scratch => placed.scratch.push(index),
+            }
+        }
     }
-    Ok(())
+    Ok(placed)
 }
 
 /// One packed arena, not yet charged to its memory.
@@ -184,13 +206,19 @@ struct KitState<'a> {
     scratch_order: Vec<u32>,
     /// Bytes of the arenas placed so far, per memory.
     used: Vec<u64>,
+    /// The tensors still to place, by role.
+    unplaced: PlacedTensors,
     bindings: Vec<Option<Binding>>,
     arenas: Vec<Arena>,
     notes: Vec<String>,
 }
 
 impl<'a> KitState<'a> {
-    fn new(request: &'a PlanRequest, context: &'a HostContext) -> KitState<'a> {
+    fn new(
+        request: &'a PlanRequest,
+        context: &'a HostContext,
+        unplaced: PlacedTensors,
+    ) -> KitState<'a> {
         let mut ordered: Vec<(u32, u32)> = request
             .memories
             .iter()
@@ -209,20 +237,22 @@ impl<'a> KitState<'a> {
             context,
             scratch_order: ordered.into_iter().map(|(_, index)| index).collect(),
             used: vec![0; request.memories.len()],
+            unplaced,
             bindings: vec![None; request.tensors.len()],
             arenas: Vec::new(),
             notes: Vec::new(),
         }
     }
 
-    /// Tensors (not aliases, not empty) of `role`, in tensor order.
-    fn tensors_of(&self, role: ArenaRole) -> impl Iterator<Item = u32> + '_ {
-        self.request
-            .tensors
-            .iter()
-            .enumerate()
-            .filter(move |(_, t)| t.alias_of.is_none() && t.size > 0 && t.kind.role() == role)
-            .map(|(index, _)| index as u32)
+    /// Tensors (not aliases, not empty) of `role` not placed yet, in tensor order; taken, as
+    /// the caller places them.
+    fn take_unplaced(&mut self, role: ArenaRole) -> Vec<u32> {
+        let list = match role {
+            ArenaRole::Constant => &mut self.unplaced.constant,
+            ArenaRole::Persistent => &mut self.unplaced.persistent,
+            ArenaRole::Scratch => &mut self.unplaced.scratch,
+        };
+        std::mem::take(list)
     }
 
     fn first_scratch_memory(&self, tensor: u32) -> Result<u32, PlanError> {
@@ -239,7 +269,7 @@ impl<'a> KitState<'a> {
 
     fn place_constants(&mut self) -> Result<(), PlanError> {
         let mut groups: BTreeMap<(u32, u32), Vec<u32>> = BTreeMap::new();
-        for index in self.tensors_of(ArenaRole::Constant) {
+        for index in self.take_unplaced(ArenaRole::Constant) {
             let tensor = &self.request.tensors[index as usize];
             let destination = tensor.memory.unwrap();
             let source = tensor.source_memory.into_option().unwrap_or(destination);
@@ -260,7 +290,7 @@ impl<'a> KitState<'a> {
     fn place_with_spill(&mut self, role: ArenaRole, packer: &dyn Packer) -> Result<(), PlanError> {
         let mut pinned: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
         let mut carried: Vec<u32> = Vec::new();
-        let candidates: Vec<u32> = self.tensors_of(role).collect();
+        let candidates = self.take_unplaced(role);
         for index in candidates {
             let tensor = &self.request.tensors[index as usize];
             let memory = match (tensor.memory.into_option(), tensor.fixed_offset.is_some()) {
@@ -436,42 +466,47 @@ impl<'a> KitState<'a> {
         });
     }
 
+    /// The binding of tensor `index`, which takes no space (empty, never packed): its own
+    /// memory (or the first in the scratch order) at its fixed offset (or 0).
+    fn binding_without_space(&self, index: usize) -> Binding {
+        let tensor = &self.request.tensors[index];
+        debug_assert_eq!(tensor.size, 0, "every non-empty tensor was placed");
+        let role = tensor.kind.role();
+        let memory = match tensor.memory.into_option() {
+            Some(memory) => memory,
+            None => self.scratch_order.first().copied().unwrap_or(0),
+        };
+        let source_memory = match role {
+            ArenaRole::Constant => tensor.source_memory.into_option().unwrap_or(memory),
+            _ => memory,
+        };
+        Binding {
+            role,
+            memory,
+            source_memory,
+            offset: tensor.fixed_offset.into_option().unwrap_or(0),
+        }
+    }
+
     /// Binds empty tensors and aliases, and assembles the plan.
     fn finish(mut self) -> Result<MemoryPlan, PlanError> {
         let request = self.request;
-        for (index, tensor) in request.tensors.iter().enumerate() {
-            if tensor.alias_of.is_some() || self.bindings[index].is_some() {
-                continue;
-            }
-            debug_assert_eq!(tensor.size, 0, "every non-empty tensor was placed");
-            let role = tensor.kind.role();
-            let memory = match tensor.memory.into_option() {
-                Some(memory) => memory,
-                None => self.scratch_order.first().copied().unwrap_or(0),
-            };
-            let source_memory = match role {
-                ArenaRole::Constant => tensor.source_memory.into_option().unwrap_or(memory),
-                _ => memory,
-            };
-            self.bindings[index] = Some(Binding {
-                role,
-                memory,
-                source_memory,
-                offset: tensor.fixed_offset.into_option().unwrap_or(0),
-            });
-        }
+        // One pass over the tensors (see `validate`): an alias whose root comes later, or is
+        // empty, finds the root's binding by `binding_of`.
+        let binding_of = |index: usize| {
+            self.bindings[index].unwrap_or_else(|| self.binding_without_space(index))
+        };
         let mut allocations = RVec::with_capacity(request.tensors.len());
         for (index, tensor) in request.tensors.iter().enumerate() {
             let binding = match tensor.alias_of.into_option() {
                 Some(alias) => {
-                    let root = self.bindings[alias.root as usize]
-                        .expect("validate checked that alias roots are not aliases");
+                    let root = binding_of(alias.root as usize);
                     Binding {
                         offset: root.offset + alias.offset,
                         ..root
                     }
                 }
-                None => self.bindings[index].expect("bound above"),
+                None => binding_of(index),
             };
             allocations.push(Allocation {
                 tensor: index as u32,
