@@ -65,6 +65,11 @@ pub(super) fn pinned_floors(tensors: &[TensorRequest], memory_count: usize) -> V
         .collect()
 }
 
+/// The lower bound of a memory: the sum of its roles' floors.
+pub(super) fn total(floors: &[u64; 3]) -> u64 {
+    floors.iter().copied().fold(0u64, u64::saturating_add)
+}
+
 /// Tensors that take space in the memory the request pins them to, with that memory.
 fn pinned(tensors: &[TensorRequest]) -> impl Iterator<Item = (u32, &TensorRequest)> {
     tensors.iter().filter_map(|t| match t.memory {
@@ -108,19 +113,8 @@ pub(super) fn check_pinned_fit(
         .enumerate()
         .filter_map(|(index, (memory, floors))| {
             let budget = memory.budget.into_option()?;
-            let need = floors.iter().copied().fold(0u64, u64::saturating_add);
-            (need > budget).then(|| {
-                does_not_fit(
-                    file,
-                    target,
-                    constraints,
-                    tensors,
-                    index,
-                    budget,
-                    need,
-                    floors,
-                )
-            })
+            (total(floors) > budget)
+                .then(|| does_not_fit(file, target, constraints, tensors, index, budget, floors))
         })
         .collect();
     if paragraphs.is_empty() {
@@ -130,8 +124,7 @@ pub(super) fn check_pinned_fit(
     }
 }
 
-/// The message for memory `index`, whose pinned tensors need `need` bytes over `budget`.
-#[allow(clippy::too_many_arguments)]
+/// The message for memory `index`, whose pinned tensors need more than `budget`.
 fn does_not_fit(
     file: &str,
     target: &Target,
@@ -139,9 +132,9 @@ fn does_not_fit(
     tensors: &[TensorRequest],
     index: usize,
     budget: u64,
-    need: u64,
     floors: &[u64; 3],
 ) -> String {
+    let need = total(floors);
     let memory = &target.memories[index];
     let name = &memory.name;
     // Later constraints win over earlier ones, so the budget is the last one that sets it.

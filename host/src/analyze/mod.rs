@@ -202,10 +202,7 @@ pub fn analyze(
     }
 
     let floors = fit::pinned_floors(&tensors, memories.len());
-    let memory_lower_bounds: Vec<u64> = floors
-        .iter()
-        .map(|roles| roles.iter().copied().fold(0u64, u64::saturating_add))
-        .collect();
+    let memory_lower_bounds: Vec<u64> = floors.iter().map(fit::total).collect();
     tracing::debug!(
         "{file}: {} tensors, {} steps on target {}; lower bounds of what must go in each memory: {}",
         tensors.len(),
