@@ -172,3 +172,85 @@ fn the_shipped_example_passes_read_and_analysis() {
     ]);
     assert_ne!(output.status.code(), Some(2), "{}", describe(&output));
 }
+
+/// A model may only take constant bytes from files inside its own directory: an absolute path
+/// or a symbolic link leading out stops `plan` with exit 2 (nothing written), while a path into
+/// a subdirectory plans.
+#[test]
+fn data_files_outside_the_model_directory_are_refused() {
+    let outside = temp_dir("data-file-outside").join("secret.key");
+    std::fs::write(&outside, b"PRIVATE").expect("write the outside file");
+    let dir = temp_dir("data-file-model");
+    let model_reading = |name: &str, path: &str| {
+        let doc = serde_json::json!({
+            "version": 1,
+            "tensors": [
+                {"id": "in", "kind": "input", "size": 16},
+                {"id": "w", "dtype": "int8", "shape": [7], "data_file": {"path": path}},
+                {"id": "out", "kind": "output", "size": 16}
+            ],
+            "operators": [{"type": "add", "inputs": ["in", "w"], "outputs": ["out"]}],
+            "inputs": ["in"],
+            "outputs": ["out"]
+        });
+        let model = dir.join(name);
+        std::fs::write(&model, doc.to_string()).expect("write the model");
+        model
+    };
+    let out = dir.join("out");
+    let plan = |model: &std::path::Path| {
+        run_memplan([
+            "plan".as_ref(),
+            model.as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ])
+    };
+    let refused = |model: &std::path::Path, expected: &[&str]| {
+        let output = plan(model);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+        let model_name = model.display().to_string();
+        for needle in [
+            model_name.as_str(),
+            "tensor 'w'",
+            "put the data file in the model's directory or a subdirectory",
+        ]
+        .iter()
+        .chain(expected)
+        {
+            assert!(
+                stderr.contains(needle),
+                "missing {needle:?}\n{}",
+                describe(&output)
+            );
+        }
+        assert!(!out.exists(), "a refused model wrote {}", out.display());
+    };
+
+    let absolute = outside.display().to_string();
+    refused(
+        &model_reading("absolute.json", &absolute),
+        &[&format!("data_file path `{absolute}` is absolute")],
+    );
+    refused(
+        &model_reading("up.json", "../secret.key"),
+        &["data_file path `../secret.key` goes up a directory"],
+    );
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(&outside, dir.join("key.bin")).expect("make the link");
+        refused(
+            &model_reading("linked.json", "key.bin"),
+            &[
+                "data_file path `key.bin` leads through a symbolic link",
+                "outside the model's directory",
+            ],
+        );
+    }
+
+    std::fs::create_dir_all(dir.join("data")).expect("make the data directory");
+    std::fs::write(dir.join("data/w.bin"), b"weights").expect("write the data file");
+    let output = plan(&model_reading("inside.json", "data/w.bin"));
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+}

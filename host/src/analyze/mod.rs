@@ -4,20 +4,20 @@
 //!
 //! Order of work: memory limits (constraints checked against the target), rules checked
 //! against the target, alias roots ([`aliases`]), lifetimes ([`lifetimes`]), then one pass
-//! over the tensors resolving attributes, alignment and memories. Everything is O(n) apart
-//! from the per-memory lower bounds (O(n log n) sweeps).
+//! over the tensors resolving attributes, alignment and memories; last, the lower bound of
+//! what must go to each memory, and a does-not-fit error (exit 5) when one exceeds its
+//! budget, before any planner runs (the `fit` module). Everything is O(n) apart from those bounds
+//! (O(n log n) sweeps).
 
 pub mod aliases;
+mod fit;
 pub mod lifetimes;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use abi_stable::std_types::{RNone, ROption, RSome, RString, RVec};
-use memplan_plugin_api::bounds::{align_up, lower_bound};
-use memplan_plugin_api::{
-    AliasOf, ArenaRole, Lifetime, MemoryRequest, PlanRequest, TensorKind, TensorRequest,
-};
+use abi_stable::std_types::{RNone, RSome, RString, RVec};
+use memplan_plugin_api::{AliasOf, MemoryRequest, PlanRequest, TensorKind, TensorRequest};
 
 use crate::error::{Error, Result};
 use crate::input::{Constraints, Model, Rules, Target};
@@ -39,10 +39,11 @@ pub struct Analysis {
     /// Bytes of constant tensors, by tensor index (`None` for non-constants and for aliases
     /// of constants, whose bytes are their root's).
     pub constant_data: Vec<Option<Vec<u8>>>,
-    /// By memory index: the lower bound of the bytes that must go there — the tensors pinned
-    /// to the memory (constants by their destination, scratch and persistent tensors by a
-    /// `memory` rule), the sum over the three roles of each role's lower bound. Tensors the
-    /// planner may place freely are not counted.
+    /// By memory index: the lower bound of the bytes that must go there in any valid plan —
+    /// the tensors pinned to the memory (constants by their destination, scratch and
+    /// persistent tensors by a `memory` rule), the sum over the three roles of the least size
+    /// of the arena they force (see the `fit` module). Tensors the planner may place freely
+    /// are not counted. No memory's bound exceeds its budget: the analysis fails then.
     pub memory_lower_bounds: Vec<u64>,
 }
 
@@ -200,7 +201,8 @@ pub fn analyze(
         );
     }
 
-    let memory_lower_bounds = memory_lower_bounds(&tensors, memories.len());
+    let floors = fit::pinned_floors(&tensors, memories.len());
+    let memory_lower_bounds: Vec<u64> = floors.iter().map(fit::total).collect();
     tracing::debug!(
         "{file}: {} tensors, {} steps on target {}; lower bounds of what must go in each memory: {}",
         tensors.len(),
@@ -213,6 +215,7 @@ pub fn analyze(
             .collect::<Vec<_>>()
             .join(", ")
     );
+    fit::check_pinned_fit(&file, target, constraints, &memories, &tensors, &floors)?;
     Ok(Analysis {
         source: model.path,
         target: target.name.clone(),
@@ -259,37 +262,12 @@ fn check_rule_memories(target: &Target, rules: &Rules) -> Result<()> {
     Ok(())
 }
 
-/// See [`Analysis::memory_lower_bounds`]. Aliases take no space of their own.
-fn memory_lower_bounds(tensors: &[TensorRequest], memory_count: usize) -> Vec<u64> {
-    let roles = [
-        ArenaRole::Scratch,
-        ArenaRole::Persistent,
-        ArenaRole::Constant,
-    ];
-    let mut buffers: Vec<Vec<(u64, Lifetime)>> = vec![Vec::new(); memory_count * roles.len()];
-    for tensor in tensors {
-        if let (RSome(memory), ROption::RNone) = (tensor.memory, tensor.alias_of) {
-            let role = tensor.kind.role() as usize;
-            buffers[memory as usize * roles.len() + role]
-                .push((align_up(tensor.size, tensor.alignment), tensor.lifetime));
-        }
-    }
-    buffers
-        .chunks(roles.len())
-        .map(|per_role| {
-            per_role
-                .iter()
-                .map(|b| lower_bound(b.iter().copied()))
-                .fold(0u64, u64::saturating_add)
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::input::rules::{Attributes, KindSelector, Rule};
     use crate::input::{ModelAlias, Operator, Tensor};
+    use memplan_plugin_api::Lifetime;
 
     /// in(0) -> op0 -> mid(1) -> op1(mid, w) -> out(2); w(3) constant; state(4) persistent;
     /// view(5) an alias of mid.
@@ -506,6 +484,162 @@ mod tests {
         );
     }
 
+    /// Rules that pin every scratch tensor to `memory`.
+    fn scratch_in(memory: &str) -> Rules {
+        rules(vec![rule(
+            KindSelector::Scratch,
+            None,
+            Attributes {
+                memory: Some(memory.into()),
+                ..Attributes::default()
+            },
+        )])
+    }
+
+    fn limits(values: &[&str]) -> Constraints {
+        let values: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+        Constraints::from_args(&values).unwrap()
+    }
+
+    #[test]
+    fn pinned_tensors_over_a_budget_do_not_fit_before_any_planner_runs() {
+        let target = Target::preset("apollo3_evb").unwrap();
+        // DTCM: in (100) and mid (64) are live together at step 1, all aligned to 4: 164.
+        // MRAM: the constant w, 8 bytes.
+        let error = analyze(
+            model(),
+            &target,
+            &limits(&["DTCM=100", "MRAM=4"]),
+            &scratch_in("DTCM"),
+        )
+        .unwrap_err();
+        assert_eq!(error.kind, crate::ErrorKind::DoesNotFit);
+        let message = &error.message;
+        for needle in [
+            "m.json: the tensors pinned to memory DTCM need at least 164 bytes but the budget is \
+             100 bytes (--memory DTCM=100), so no plan can fit and no planner was run",
+            "pinned there: scratch tensors (placed there by `memory` rules) 164 bytes",
+            "the largest: 'in' (input, 100 bytes), 'mid' (intermediate, 64 bytes), 'out' \
+             (output, 10 bytes).",
+            "Raise the budget to at least 164 bytes (--memory DTCM=164) or move tensors out of \
+             DTCM with the rules (`memory`, `constant_destination_memory`)",
+            // Every memory over its budget is reported, constants too (read-only MRAM has a
+            // budget like any memory, charged for the constants placed there).
+            "\nm.json: the tensors pinned to memory MRAM need at least 8 bytes but the budget \
+             is 4 bytes (--memory MRAM=4)",
+            "pinned there: constants (it is their destination memory) 8 bytes; the largest: \
+             'w' (constant, 8 bytes).",
+        ] {
+            assert!(message.contains(needle), "missing {needle:?} in\n{message}");
+        }
+        assert!(!message.contains("SRAM"), "{message}");
+
+        // Exactly the bound fits.
+        let analysis = analyze(
+            model(),
+            &target,
+            &limits(&["DTCM=164", "MRAM=8"]),
+            &scratch_in("DTCM"),
+        )
+        .unwrap();
+        assert_eq!(analysis.memory_lower_bounds, vec![164, 0, 8]);
+    }
+
+    #[test]
+    fn over_the_capacity_the_message_does_not_offer_a_larger_budget() {
+        let mut big = model();
+        big.tensors[0].size = 70_000;
+        let target = Target::preset("apollo3_evb").unwrap();
+        let error =
+            analyze(big, &target, &Constraints::default(), &scratch_in("DTCM")).unwrap_err();
+        assert_eq!(error.kind, crate::ErrorKind::DoesNotFit);
+        assert!(
+            error.message.contains(
+                "need at least 70064 bytes but the budget is 65536 bytes (its capacity on \
+                 target apollo3_evb)"
+            ),
+            "{}",
+            error.message
+        );
+        assert!(
+            error.message.contains(
+                "DTCM has only 65536 bytes on target apollo3_evb: move tensors out of it"
+            ),
+            "{}",
+            error.message
+        );
+        assert!(!error.message.contains("--memory"), "{}", error.message);
+        // Unpinned, the same tensors are the planner's to spill: no early stop.
+        let mut big = model();
+        big.tensors[0].size = 70_000;
+        analyze(big, &target, &Constraints::default(), &Rules::default()).unwrap();
+    }
+
+    /// The early stop uses a bound no valid plan can beat: here the kit itself plans within a
+    /// budget below the sum of each tensor's size rounded to its own alignment, and the
+    /// analysis lets it.
+    #[test]
+    fn the_early_stop_never_rejects_what_the_kit_plans() {
+        use memplan_plugin_api::bounds::{align_up, lower_bound};
+        use memplan_plugin_api::kit::{
+            pack_greedy, plan_with_packer, Buffer, Fit, Order, Packer, Packing,
+        };
+        use memplan_plugin_api::{HostContext, PlanError};
+        struct Greedy;
+        impl Packer for Greedy {
+            fn pack(&self, buffers: &[Buffer], _: &HostContext) -> Result<Packing, PlanError> {
+                Ok(pack_greedy(buffers, Order::Size, Fit::Best))
+            }
+        }
+        // a (16 bytes, aligned to 64) at 0, b (8, aligned to 16) at 16 and c (8, aligned to
+        // 16) at 32, all live at step 0: 40 bytes high, an arena of 64.
+        use TensorKind::*;
+        let mut tensors = vec![
+            Tensor::new("a", Input, 16),
+            Tensor::new("b", Input, 8),
+            Tensor::new("c", Output, 8),
+        ];
+        for (tensor, (alignment, offset)) in tensors.iter_mut().zip([(64, 0), (16, 16), (16, 32)]) {
+            tensor.alignment = Some(alignment);
+            tensor.fixed_offset = Some(offset);
+        }
+        let model = Model {
+            path: "fixed.json".into(),
+            tensors,
+            operators: vec![Operator {
+                op_type: "add".into(),
+                inputs: vec![0, 1],
+                outputs: vec![2],
+            }],
+            inputs: vec![0, 1],
+            outputs: vec![2],
+            num_steps: None,
+        };
+        let analysis = analyze(
+            model,
+            &Target::generic(),
+            &limits(&["SRAM=64"]),
+            &scratch_in("SRAM"),
+        )
+        .unwrap();
+        let request = &analysis.request;
+        let own_alignment = lower_bound(
+            request
+                .tensors
+                .iter()
+                .map(|t| (align_up(t.size, t.alignment), t.lifetime)),
+        );
+        assert_eq!(
+            own_alignment, 96,
+            "rounding each to its own alignment would stop here"
+        );
+        assert_eq!(analysis.memory_lower_bounds, vec![40, 0]);
+        let plan = plan_with_packer(request, &HostContext::detached(), &Greedy).unwrap();
+        assert_eq!(plan.arenas.len(), 1);
+        assert_eq!(plan.arenas[0].size, 64);
+        crate::check::check_plan(&analysis, plan).unwrap();
+    }
+
     /// The shipped example, on the generic target and on apollo3 with the example rules and
     /// limits (figures worked out by hand in docs/model-format.md's terms).
     #[test]
@@ -541,8 +675,9 @@ mod tests {
         );
         assert_eq!(apollo3.request.memories[0].budget, RSome(16_384));
         assert_eq!(apollo3.request.memories[0].arena_alignment, 32);
-        // DTCM peak at step 1: image (100 -> 128) + conv_out (256); SRAM: staged fc_w;
-        // MRAM: the cold constants conv_w (36) and conv_b (16).
-        assert_eq!(apollo3.memory_lower_bounds, vec![384, 640, 52]);
+        // DTCM peak at step 1: image (100) + conv_out (256), both aligned to 32, so a plan
+        // may put image on top, unpadded; SRAM: staged fc_w; MRAM: the cold constants conv_w
+        // (36) and conv_b (16).
+        assert_eq!(apollo3.memory_lower_bounds, vec![356, 640, 52]);
     }
 }

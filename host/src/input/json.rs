@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -680,9 +680,49 @@ fn data_problem(tensor: &Tensor) -> Option<String> {
     }
 }
 
-/// Binary files constant bytes come from, each read once, paths relative to the model file.
+/// What every refusal of a `data_file` path tells the user to do.
+const KEEP_DATA_FILES_INSIDE: &str = "put the data file in the model's directory or a \
+     subdirectory of it and give its path relative to the model file";
+
+/// Checks the form of a `data_file` path, before it touches the file system: relative,
+/// without `..`, naming a file (not empty, not ending in a directory).
+fn data_file_path(text: &str) -> std::result::Result<&Path, String> {
+    let path = Path::new(text);
+    let last_segment = text.rsplit(std::path::is_separator).next().unwrap_or(text);
+    let problem = if text.is_empty() {
+        "is empty"
+    } else if path.has_root()
+        || path.is_absolute()
+        || matches!(path.components().next(), Some(Component::Prefix(_)))
+    {
+        "is absolute"
+    } else if path.components().any(|c| c == Component::ParentDir) {
+        "goes up a directory (`..`)"
+    } else if last_segment.is_empty() || last_segment == "." {
+        "names a directory, not a file"
+    } else {
+        return Ok(path);
+    };
+    Err(format!(
+        "data_file path `{text}` {problem}; memplan reads data files only from inside the \
+         model's directory: {KEEP_DATA_FILES_INSIDE}"
+    ))
+}
+
+/// Binary files constant bytes come from, each read once.
+///
+/// Path policy: a model file may come from anyone, and the bytes read here end up in the
+/// generated C sources, so a model must not be able to make memplan read (and embed in
+/// firmware) any file the user can read, a private key say. A `data_file` path is therefore
+/// relative, without `..` ([`data_file_path`]), resolved against the model file's directory,
+/// and the file it names, once symbolic links are followed (canonicalized), must still lie
+/// inside that directory (canonicalized too): a link leading out of it is refused.
 struct DataFiles {
-    base: PathBuf,
+    /// The model file's directory, as given (relative paths are joined to it).
+    directory: PathBuf,
+    /// `directory` canonicalized, resolved with the first data file.
+    canonical_directory: Option<PathBuf>,
+    /// By canonical path, so two spellings of one file share one copy.
     loaded: HashMap<PathBuf, Vec<u8>>,
     /// Bytes of the files loaded, and bytes copied out of them into tensors: see
     /// [`DataFiles::MAX_COPIES`].
@@ -692,11 +732,13 @@ struct DataFiles {
 
 impl DataFiles {
     fn new(model_path: &Path) -> Self {
+        let directory = match model_path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
         DataFiles {
-            base: model_path
-                .parent()
-                .map(Path::to_path_buf)
-                .unwrap_or_default(),
+            directory,
+            canonical_directory: None,
             loaded: HashMap::new(),
             loaded_bytes: 0,
             copied_bytes: 0,
@@ -709,25 +751,55 @@ impl DataFiles {
     /// hold thousands of copies of it.
     const MAX_COPIES: u64 = 4;
 
+    /// The file `text` names under the path policy (see [`DataFiles`]): the path as the user
+    /// will recognise it (for messages), and the canonical path to read.
+    fn resolve(&mut self, text: &str) -> std::result::Result<(PathBuf, PathBuf), String> {
+        let shown = self.directory.join(data_file_path(text)?);
+        let cannot_read =
+            |error: std::io::Error| format!("cannot read data_file {}: {error}", shown.display());
+        let directory = match &self.canonical_directory {
+            Some(directory) => directory,
+            None => {
+                let canonical = std::fs::canonicalize(&self.directory).map_err(cannot_read)?;
+                self.canonical_directory.insert(canonical)
+            }
+        };
+        let canonical = std::fs::canonicalize(&shown).map_err(cannot_read)?;
+        if !canonical.starts_with(directory) {
+            // The path is relative and has no `..`: only a symbolic link can lead out.
+            return Err(format!(
+                "data_file path `{text}` leads through a symbolic link to {}, outside the \
+                 model's directory {}; memplan refuses links that leave it: \
+                 {KEEP_DATA_FILES_INSIDE}",
+                canonical.display(),
+                directory.display()
+            ));
+        }
+        Ok((shown, canonical))
+    }
+
     /// The bytes `file` names (`length` defaults to the tensor's `size`).
     fn read(&mut self, file: &DataFileDoc<'_>, size: u64) -> std::result::Result<Vec<u8>, String> {
-        let path = self.base.join(file.path.as_ref());
-        if !self.loaded.contains_key(&path) {
+        let (path, canonical) = self.resolve(file.path.as_ref())?;
+        if !self.loaded.contains_key(&canonical) {
             let cannot_read = |error: std::io::Error| {
                 format!("cannot read data_file {}: {error}", path.display())
             };
             // Only regular files: a device such as /dev/zero never ends, a FIFO may block.
-            if !std::fs::metadata(&path).map_err(cannot_read)?.is_file() {
+            if !std::fs::metadata(&canonical)
+                .map_err(cannot_read)?
+                .is_file()
+            {
                 return Err(format!(
                     "data_file {} is not a regular file; give a file holding the bytes",
                     path.display()
                 ));
             }
-            let bytes = std::fs::read(&path).map_err(cannot_read)?;
+            let bytes = std::fs::read(&canonical).map_err(cannot_read)?;
             self.loaded_bytes = self.loaded_bytes.saturating_add(bytes.len() as u64);
-            self.loaded.insert(path.clone(), bytes);
+            self.loaded.insert(canonical.clone(), bytes);
         }
-        let bytes = &self.loaded[&path];
+        let bytes = &self.loaded[&canonical];
         let offset = file.offset.map_or(0, |o| o.0);
         let length = file.length.map_or(size, |l| l.0);
         let range = offset
@@ -831,6 +903,149 @@ mod tests {
             "{message}"
         );
         assert!(message.contains("outside the file (6 bytes)"), "{message}");
+    }
+
+    /// A fresh directory `label` for one test of the data_file policy.
+    fn policy_dir(label: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "memplan-json-policy-{}-{label}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// Writes `dir/model.json`, whose one constant (3 bytes) reads `data_path`.
+    fn policy_model(dir: &Path, data_path: &str) -> PathBuf {
+        let model = dir.join("model.json");
+        let doc = serde_json::json!({
+            "version": 1,
+            "tensors": [{"id": "w", "kind": "constant", "size": 3, "data_file": {"path": data_path}}]
+        });
+        std::fs::write(&model, doc.to_string()).unwrap();
+        model
+    }
+
+    /// A fresh directory with a model reading `data_path`: `(directory, model)`.
+    fn policy_case(label: &str, data_path: &str) -> (PathBuf, PathBuf) {
+        let dir = policy_dir(label);
+        let model = policy_model(&dir, data_path);
+        (dir, model)
+    }
+
+    /// Reads the model of [`policy_case`] and returns the input error's message.
+    fn policy_refusal(model: &Path) -> String {
+        let error = read_model_json(model).unwrap_err();
+        assert_eq!(error.kind, crate::ErrorKind::Input, "{}", error.message);
+        let message = error.message;
+        assert!(
+            message.starts_with(&format!("{}: tensor 'w' (tensors[0]): ", model.display())),
+            "{message}"
+        );
+        assert!(
+            message.contains("put the data file in the model's directory or a subdirectory"),
+            "{message}"
+        );
+        message
+    }
+
+    #[test]
+    fn data_file_paths_in_a_subdirectory_are_read() {
+        let (dir, model) = policy_case("subdir", "weights/w.bin");
+        std::fs::create_dir_all(dir.join("weights")).unwrap();
+        std::fs::write(dir.join("weights/w.bin"), [1u8, 2, 3]).unwrap();
+        let model = read_model_json(&model).unwrap();
+        assert_eq!(model.tensors[0].data.as_deref(), Some(&[1u8, 2, 3][..]));
+    }
+
+    #[test]
+    fn absolute_data_file_paths_are_refused_even_inside_the_directory() {
+        let dir = policy_dir("absolute");
+        std::fs::write(dir.join("w.bin"), [1u8, 2, 3]).unwrap();
+        let absolute = dir.join("w.bin").display().to_string();
+        let model = policy_model(&dir, &absolute);
+        let message = policy_refusal(&model);
+        assert!(
+            message.contains(&format!("data_file path `{absolute}` is absolute")),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn data_file_paths_going_up_are_refused() {
+        // A file that exists next to the model's directory.
+        let dir = policy_dir("dotdot");
+        let outside = dir.with_extension("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret.bin"), [1u8, 2, 3]).unwrap();
+        let up = format!(
+            "../{}/secret.bin",
+            outside.file_name().unwrap().to_str().unwrap()
+        );
+        let message = policy_refusal(&policy_model(&dir, &up));
+        assert!(
+            message.contains(&format!("data_file path `{up}` goes up a directory (`..`)")),
+            "{message}"
+        );
+        // Even when it would come back inside.
+        let (dir, model) = policy_case("dotdot-inside", "sub/../w.bin");
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("w.bin"), [1u8, 2, 3]).unwrap();
+        assert!(policy_refusal(&model).contains("goes up a directory"));
+    }
+
+    #[test]
+    fn empty_and_directory_data_file_paths_are_refused() {
+        for (label, path) in [
+            ("empty", ""),
+            ("slash", "weights/"),
+            ("dot", "weights/."),
+            ("cwd", "."),
+        ] {
+            let (dir, model) = policy_case(label, path);
+            std::fs::create_dir_all(dir.join("weights")).unwrap();
+            let message = policy_refusal(&model);
+            let what = if path.is_empty() {
+                "is empty"
+            } else {
+                "names a directory, not a file"
+            };
+            assert!(
+                message.contains(&format!("data_file path `{path}` {what}")),
+                "{path}: {message}"
+            );
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symbolic_links_out_of_the_model_directory_are_refused() {
+        let (dir, model) = policy_case("symlink-out", "w.bin");
+        let outside = dir.with_extension("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret.bin"), [1u8, 2, 3]).unwrap();
+        std::os::unix::fs::symlink(outside.join("secret.bin"), dir.join("w.bin")).unwrap();
+        let message = policy_refusal(&model);
+        let canonical = std::fs::canonicalize(outside.join("secret.bin")).unwrap();
+        assert!(
+            message.contains(&format!(
+                "data_file path `w.bin` leads through a symbolic link to {}, outside the model's directory",
+                canonical.display()
+            )),
+            "{message}"
+        );
+        // A linked directory leading out is refused the same way.
+        let (dir, model) = policy_case("symlink-dir-out", "linked/secret.bin");
+        std::os::unix::fs::symlink(&outside, dir.join("linked")).unwrap();
+        assert!(policy_refusal(&model).contains("outside the model's directory"));
+        // A link that stays inside the directory is fine.
+        let (dir, model) = policy_case("symlink-in", "w.bin");
+        std::fs::create_dir_all(dir.join("real")).unwrap();
+        std::fs::write(dir.join("real/data.bin"), [4u8, 5, 6]).unwrap();
+        std::os::unix::fs::symlink("real/data.bin", dir.join("w.bin")).unwrap();
+        let model = read_model_json(&model).unwrap();
+        assert_eq!(model.tensors[0].data.as_deref(), Some(&[4u8, 5, 6][..]));
     }
 
     #[test]

@@ -1,0 +1,111 @@
+//! A model whose pinned tensors alone exceed a memory's budget stops in the analysis with exit
+//! code 5, before any planner runs, in every command that analyses a model; a budget the
+//! pinned tensors fit is left to the planner, whose own does-not-fit reads alike.
+
+use std::path::{Path, PathBuf};
+
+use memplan_tests::{describe, failed_with, run_memplan, temp_dir, workspace_root};
+
+fn example(name: &str) -> PathBuf {
+    workspace_root().join("examples").join(name)
+}
+
+/// `memplan ARGS...` with paths and strings mixed.
+fn run(args: &[&dyn AsRef<std::ffi::OsStr>]) -> std::process::Output {
+    run_memplan(args.iter().map(|arg| arg.as_ref()))
+}
+
+/// Asserts exit 5 from the analysis (no planner named) and that stderr has every `expected`.
+fn stopped_early(output: &std::process::Output, expected: &[&str]) {
+    let stderr = failed_with(output, 5);
+    for needle in expected {
+        assert!(
+            stderr.contains(needle),
+            "missing {needle:?}\n{}",
+            describe(output)
+        );
+    }
+    assert!(
+        stderr.contains("no planner was run") && !stderr.contains("planner `"),
+        "{}",
+        describe(output)
+    );
+}
+
+#[test]
+fn constants_over_the_flash_budget_stop_plan_check_and_bench() {
+    let model = example("tiny_conv.json");
+    let out = temp_dir("does-not-fit").join("out");
+    let expected = [
+        "tiny_conv.json: the tensors pinned to memory FLASH need at least 692 bytes but the \
+         budget is 100 bytes (--memory FLASH=100)",
+        "constants (it is their destination memory) 692 bytes",
+        "the largest: 'fc_w' (constant, 640 bytes), 'conv_w' (constant, 36 bytes), 'conv_b' \
+         (constant, 16 bytes)",
+        "Raise the budget to at least 692 bytes (--memory FLASH=692)",
+    ];
+    let output = run(&[&"plan", &model, &"--memory", &"FLASH=100", &"--out", &out]);
+    stopped_early(&output, &expected);
+    assert!(!out.exists(), "a failed run wrote {}", out.display());
+
+    // `check` analyses the model before it reads the plan: a plan made without the limit
+    // cannot fit it.
+    let planned = temp_dir("does-not-fit").join("out");
+    let output = run(&[&"plan", &model, &"--out", &planned]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let plan_file = planned.join("model_plan.json");
+    let output = run(&[&"check", &model, &plan_file, &"--memory", &"FLASH=100"]);
+    stopped_early(&output, &expected);
+
+    let output = run(&[&"bench", &model, &"--runs", &"1", &"--memory", &"FLASH=100"]);
+    stopped_early(&output, &expected);
+}
+
+#[test]
+fn scratch_pinned_by_rules_over_a_budget_stops_plan() {
+    let output = run(&[
+        &"plan",
+        &example("tiny_conv.json"),
+        &"--target",
+        &"apollo3_evb",
+        &"--rules",
+        &example("apollo3_rules.json"),
+        &"--memory",
+        &"DTCM=300",
+        &"--out",
+        &temp_dir("does-not-fit").join("out"),
+    ]);
+    stopped_early(
+        &output,
+        &[
+            "the tensors pinned to memory DTCM need at least 356 bytes but the budget is 300 \
+             bytes (--memory DTCM=300)",
+            "scratch tensors (placed there by `memory` rules) 356 bytes",
+            "'conv_out' (intermediate, 256 bytes)",
+            "--memory DTCM=356",
+        ],
+    );
+}
+
+/// At the bound itself the analysis lets the planner try: the kit pads the constant arena
+/// to 704 bytes, so greedy-bestfit reports that 692 does not fit (its own message, same exit
+/// code), and 704 plans.
+#[test]
+fn a_budget_the_pinned_tensors_fit_is_left_to_the_planner() {
+    let model = example("tiny_conv.json");
+    let plan =
+        |budget: &str, out: &Path| run(&[&"plan", &model, &"--memory", &budget, &"--out", &out]);
+    let output = plan("FLASH=692", &temp_dir("does-not-fit").join("out"));
+    let stderr = failed_with(&output, 5);
+    assert!(
+        stderr.contains("planner `greedy-bestfit`")
+            && stderr.contains(
+                "the constant arena in memory FLASH needs 704 bytes but the budget is 692 bytes"
+            )
+            && stderr.contains("--memory FLASH=BYTES"),
+        "{}",
+        describe(&output)
+    );
+    let output = plan("FLASH=704", &temp_dir("does-not-fit").join("out"));
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+}
