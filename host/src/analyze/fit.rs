@@ -6,8 +6,10 @@
 //! aliases take no space of their own and tensors the planner may place freely may go
 //! anywhere, so neither counts. The arenas of a memory must fit its budget (contract 6), so
 //! when the least size of the arenas the pinned tensors force on a memory exceeds its budget,
-//! no plan can pass the checker and no planner can succeed: the analysis stops there with
-//! exit 5, before any planner runs, naming the memory, the bytes and what to change.
+//! no plan can pass the checker and no planner can succeed. The analysis records the error
+//! (exit 5, naming the memory, the bytes and what to change), and `plan` and `bench` stop on
+//! it before any planner runs; `check` goes on, since the budget violations of the plan it
+//! is given are what its user asked for.
 //!
 //! The least size of one arena (its *floor*) must hold for every plan the checker accepts
 //! (plugins need not use the kit, and the checker does not make arena sizes multiples of

@@ -43,8 +43,13 @@ pub struct Analysis {
     /// the tensors pinned to the memory (constants by their destination, scratch and
     /// persistent tensors by a `memory` rule), the sum over the three roles of the least size
     /// of the arena they force (see the `fit` module). Tensors the planner may place freely
-    /// are not counted. No memory's bound exceeds its budget: the analysis fails then.
+    /// are not counted.
     pub memory_lower_bounds: Vec<u64>,
+    /// Set when some memory's bound exceeds its budget: no plan can fit, and the error says
+    /// which memory, the bytes and what to change (exit 5). Commands that plan stop on it
+    /// before running a planner ([`Analysis::ensure_plannable`]); `check` goes on, as the
+    /// budget violations of the plan it is given are its report.
+    pub pinned_overflow: Option<Error>,
 }
 
 /// Runs the analysis.
@@ -215,7 +220,8 @@ pub fn analyze(
             .collect::<Vec<_>>()
             .join(", ")
     );
-    fit::check_pinned_fit(&file, target, constraints, &memories, &tensors, &floors)?;
+    let pinned_overflow =
+        fit::check_pinned_fit(&file, target, constraints, &memories, &tensors, &floors).err();
     Ok(Analysis {
         source: model.path,
         target: target.name.clone(),
@@ -228,7 +234,19 @@ pub fn analyze(
         names,
         constant_data,
         memory_lower_bounds,
+        pinned_overflow,
     })
+}
+
+impl Analysis {
+    /// Fails with exit 5 when the tensors pinned to a memory alone exceed its budget (see
+    /// [`Analysis::pinned_overflow`]): then no planner is worth running.
+    pub fn ensure_plannable(&mut self) -> Result<()> {
+        match self.pinned_overflow.take() {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Every memory a rule names exists on the target, and staging destinations are writable.
@@ -506,13 +524,14 @@ mod tests {
         let target = Target::preset("apollo3_evb").unwrap();
         // DTCM: in (100) and mid (64) are live together at step 1, all aligned to 4: 164.
         // MRAM: the constant w, 8 bytes.
-        let error = analyze(
+        let mut analysis = analyze(
             model(),
             &target,
             &limits(&["DTCM=100", "MRAM=4"]),
             &scratch_in("DTCM"),
         )
-        .unwrap_err();
+        .unwrap();
+        let error = analysis.ensure_plannable().unwrap_err();
         assert_eq!(error.kind, crate::ErrorKind::DoesNotFit);
         let message = &error.message;
         for needle in [
@@ -535,13 +554,14 @@ mod tests {
         assert!(!message.contains("SRAM"), "{message}");
 
         // Exactly the bound fits.
-        let analysis = analyze(
+        let mut analysis = analyze(
             model(),
             &target,
             &limits(&["DTCM=164", "MRAM=8"]),
             &scratch_in("DTCM"),
         )
         .unwrap();
+        assert!(analysis.ensure_plannable().is_ok());
         assert_eq!(analysis.memory_lower_bounds, vec![164, 0, 8]);
     }
 
@@ -550,8 +570,9 @@ mod tests {
         let mut big = model();
         big.tensors[0].size = 70_000;
         let target = Target::preset("apollo3_evb").unwrap();
-        let error =
-            analyze(big, &target, &Constraints::default(), &scratch_in("DTCM")).unwrap_err();
+        let mut analysis =
+            analyze(big, &target, &Constraints::default(), &scratch_in("DTCM")).unwrap();
+        let error = analysis.ensure_plannable().unwrap_err();
         assert_eq!(error.kind, crate::ErrorKind::DoesNotFit);
         assert!(
             error.message.contains(

@@ -266,6 +266,7 @@ pub(crate) mod testing {
             names: names.iter().map(|name| name.to_string()).collect(),
             // Not read by the stages under test.
             memory_lower_bounds: Vec::new(),
+            pinned_overflow: None,
             constant_data: vec![None; count],
         }
     }

@@ -73,6 +73,7 @@ pub fn run(args: &BenchArgs, show_progress: bool) -> Result<ExitCode> {
     let mut rows = Vec::with_capacity(args.inputs.len() * planners.len());
     for path in &args.inputs {
         let mut analysis = super::read_and_analyze(path, &args.target)?;
+        analysis.ensure_plannable()?;
         analysis.request.options = RString::from(args.planner_options.as_str());
         let label = path.display().to_string();
         for planner in &planners {

@@ -54,6 +54,7 @@ pub fn run(args: &PlanArgs, verbosity: Verbosity) -> Result<ExitCode> {
     let mut analysis = timed(&mut timings, "read+analyze", || {
         super::read_and_analyze(&args.input, &args.target)
     })?;
+    analysis.ensure_plannable()?;
     analysis.request.options = RString::from(args.planner_options.as_str());
 
     // Each candidate plan is checked before it may compete, so a wrong plan never wins.
