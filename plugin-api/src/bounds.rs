@@ -1,8 +1,14 @@
-//! The lower bound of an arena: no placement of these buffers can be smaller.
+//! The lower bound of an arena: the maximum, over op steps, of the sum of the sizes of the
+//! buffers live at that step. No placement of the buffers can be smaller than the bound of
+//! their bare sizes.
 //!
-//! It is the maximum, over op steps, of the sum of the aligned sizes of the buffers live at
-//! that step. Host (analysis, reports) and planners (exact search, kit) share this one
-//! definition so every figure printed beside an arena means the same thing.
+//! The figure reported beside an arena (DESIGN's *lower bound*) rounds each size up to its
+//! own alignment first. When the tensors of an arena share one alignment that is still a
+//! bound; with mixed alignments a valid arena can be smaller (a 16-byte tensor aligned to 64
+//! and an 8-byte one aligned to 16 fit in 24 bytes, where the rounded sizes sum to 80), so
+//! code that must never overestimate rounds to the smallest alignment instead (the exact
+//! planner's units, the host's early does-not-fit check). Host (analysis, reports) and
+//! planners share this one sweep so every figure means the same thing.
 
 use crate::abi::Lifetime;
 
