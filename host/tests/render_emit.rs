@@ -299,8 +299,7 @@ fn report() -> memplan::emit::summary::RunReport {
     memplan::emit::summary::RunReport {
         planner: "greedy-bestfit".to_string(),
         planner_summary: "hand-made".to_string(),
-        candidate_lines: Vec::new(),
-        candidates: serde_json::Value::Null,
+        candidates: Vec::new(),
         timings: vec![
             ("plan", std::time::Duration::from_micros(1500)),
             ("emit", std::time::Duration::from_micros(500)),

@@ -1,19 +1,28 @@
 //! `memplan bench` end to end: the figures the greedy planner must reach on the shared corpus
 //! (MiniMalloc instances, TFLite Micro traces, real models), several planners per input, the
-//! output formats, and determinism.
+//! output formats, determinism, and that every plan is checked before its figures count.
 
 use std::path::{Path, PathBuf};
 
-use memplan_tests::{describe, require_corpus, run_memplan, temp_dir};
+use memplan_tests::{
+    describe, fixture_plugin, library_file_name, plugin_dir_with, require_corpus, run_memplan,
+    temp_dir,
+};
 use serde_json::Value;
 
 /// Runs `memplan bench ARGS --format json --runs 1` and returns its rows, asserting success.
 fn bench_json(args: &[&str]) -> Vec<Value> {
+    bench_json_exiting(args, 0)
+}
+
+/// Runs `memplan bench ARGS --format json --runs 1` and returns its rows, asserting it exits
+/// with `code`.
+fn bench_json_exiting(args: &[&str], code: i32) -> Vec<Value> {
     let mut all: Vec<&str> = vec!["bench"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--format", "json", "--runs", "1"]);
     let output = run_memplan(&all);
-    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert_eq!(output.status.code(), Some(code), "{}", describe(&output));
     let document: Value = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|error| panic!("bench JSON: {error}\n{}", describe(&output)));
     document["results"]
@@ -168,4 +177,71 @@ fn a_bad_planner_list_is_bad_usage() {
     let output = run_memplan(["bench", "model.csv", "--planner", "greedy-bestfit,,linear"]);
     assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
     assert!(String::from_utf8_lossy(&output.stderr).contains("empty planner name"));
+}
+
+#[test]
+fn a_plan_the_checker_rejects_fails_its_row_and_the_other_planners_keep_theirs() {
+    let library = fixture_plugin("misbehaving");
+    let dir = plugin_dir_with(
+        "bench-misbehaving",
+        &[(&library, &library_file_name("misbehaving"))],
+    );
+    let dir = dir.display().to_string();
+    let trace = small_trace();
+    let trace = trace.display().to_string();
+    let planners = "fixture-overlapping,greedy-bestfit,fixture-incomplete";
+    let args = [trace.as_str(), "--planner", planners, "--plugin-dir", &dir];
+
+    // Exit 3, as `memplan plan` does for a rejected plan: the first failed row decides.
+    let rows = bench_json_exiting(&args, 3);
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    for (row, violation) in [
+        (&rows[0], "[overlap, contract 5]"),
+        (&rows[2], "[missing_allocation, contract 1]"),
+    ] {
+        let planner = row["planner"].as_str().unwrap();
+        let error = row["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no error: {row}"));
+        assert!(
+            error.starts_with(&format!(
+                "planner `{planner}` returned a wrong plan, rejected by the checker"
+            )),
+            "{row}"
+        );
+        assert!(error.contains(violation), "{row}");
+        assert_eq!(row["exit_code"], 3, "{row}");
+        assert!(
+            row.get("height").is_none(),
+            "no figures for a wrong plan: {row}"
+        );
+    }
+    let good = &rows[1];
+    assert_eq!(good["planner"], "greedy-bestfit");
+    assert!(good.get("error").is_none(), "{good}");
+    assert!(
+        number(good, "height") >= number(good, "lower_bound"),
+        "{good}"
+    );
+
+    let mut text_args = vec!["bench"];
+    text_args.extend_from_slice(&args);
+    let output = run_memplan(&text_args);
+    assert_eq!(output.status.code(), Some(3), "{}", describe(&output));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "a header and one line per row: {text}");
+    assert!(
+        lines[1].contains("fixture-overlapping")
+            && lines[1].contains("failed: planner `fixture-overlapping` returned a wrong plan"),
+        "{text}"
+    );
+    assert!(
+        lines[2].contains("greedy-bestfit") && !lines[2].contains("failed"),
+        "{text}"
+    );
+    assert!(
+        lines[3].contains("failed: planner `fixture-incomplete` returned a wrong plan"),
+        "{text}"
+    );
 }

@@ -9,9 +9,11 @@
 //! - *time*: the median wall time of `--runs` calls of the planner.
 //!
 //! Every run of a planner must give the same plan; a planner that does not is reported as
-//! failed. Rows come in input order, then planner order, so that everything but the times is
-//! the same from one bench to the next. A progress bar is drawn on stderr when it is a
-//! terminal.
+//! failed. That plan is then checked once, outside the timed runs, with the same checker as
+//! `memplan plan`: a plan the checker rejects fails its row (exit 3 when it is the first
+//! failure), so no figure is reported for a plan that would never be used. Rows come in input
+//! order, then planner order, so that everything but the times is the same from one bench to
+//! the next. A progress bar is drawn on stderr when it is a terminal.
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -23,10 +25,15 @@ use memplan_plugin_api::bounds::{align_up, lower_bound};
 use memplan_plugin_api::{ArenaRole, MemoryPlan, PlanRequest};
 use serde_json::{json, Value};
 
+use crate::check::{self, Violations};
 use crate::cli::{BenchArgs, BenchFormat};
 use crate::commands::select::parse_planner_list;
 use crate::error::{Error, Result};
 use crate::registry::{Registry, RunLimits};
+
+/// Violations a failed row names: a row is one line of the text table, so only the first few;
+/// `memplan plan` with the same planner lists them all.
+const VIOLATIONS_SHOWN: usize = 3;
 
 /// One planner's figures on one input.
 #[derive(Clone, Debug, PartialEq)]
@@ -77,10 +84,16 @@ pub fn run(args: &BenchArgs, show_progress: bool) -> Result<ExitCode> {
         analysis.request.options = RString::from(args.planner_options.as_str());
         let label = path.display().to_string();
         for planner in &planners {
-            let outcome = measure_planner(&analysis.request, planner, args.runs, || {
-                progress.step(&label, planner);
-                registry.plan(planner, &analysis.request, &limits)
-            });
+            let outcome = measure_planner(
+                &analysis.request,
+                planner,
+                args.runs,
+                || {
+                    progress.step(&label, planner);
+                    registry.plan(planner, &analysis.request, &limits)
+                },
+                |plan| check::check_plan(&analysis, plan).map(drop),
+            );
             rows.push(BenchRow {
                 input: label.clone(),
                 planner: planner.clone(),
@@ -107,13 +120,15 @@ pub fn run(args: &BenchArgs, show_progress: bool) -> Result<ExitCode> {
     })
 }
 
-/// Calls `plan` `runs` times (at least once) and measures the plan it gives; fails with the
-/// planner's error, or when two runs give different plans.
+/// Calls `plan` `runs` times (at least once), then `check`s the plan it gives (once, untimed)
+/// and measures it; fails with the planner's error, when two runs give different plans, or
+/// when `check` rejects the plan (kind `Rejected`, naming the first violations).
 pub fn measure_planner(
     request: &PlanRequest,
     planner: &str,
     runs: u32,
     mut plan: impl FnMut() -> Result<MemoryPlan>,
+    check: impl FnOnce(MemoryPlan) -> Result<(), Violations>,
 ) -> Result<Measurement> {
     let runs = runs.max(1);
     let mut times = Vec::with_capacity(runs as usize);
@@ -136,12 +151,35 @@ pub fn measure_planner(
     }
     times.sort_unstable();
     let plan = first.expect("at least one run");
+    let height = scratch_height(&plan);
+    check(plan).map_err(|violations| wrong_plan_error(planner, &violations))?;
     Ok(Measurement {
-        height: scratch_height(&plan),
+        height,
         lower_bound: scratch_lower_bound(request),
         median_time: times[times.len() / 2],
         runs,
     })
+}
+
+/// The failure of a row whose plan the checker rejected: the planner, how many violations and
+/// the first [`VIOLATIONS_SHOWN`] of them, one per line (the text table joins the lines).
+fn wrong_plan_error(planner: &str, violations: &Violations) -> Error {
+    let count = violations.len();
+    let mut message = format!(
+        "planner `{planner}` returned a wrong plan, rejected by the checker ({count} \
+         violation{}):",
+        if count == 1 { "" } else { "s" }
+    );
+    for violation in violations.iter().take(VIOLATIONS_SHOWN) {
+        message.push_str(&format!("\n  - {violation}"));
+    }
+    if count > VIOLATIONS_SHOWN {
+        message.push_str(&format!(
+            "\n  and {} more; `memplan plan` with this planner lists them",
+            count - VIOLATIONS_SHOWN
+        ));
+    }
+    Error::rejected(message)
 }
 
 /// Sum over scratch arenas of the highest `offset + size` bound there.
@@ -314,6 +352,9 @@ mod tests {
     use abi_stable::std_types::{ROption, RVec};
     use memplan_plugin_api::{AliasOf, Allocation, Binding, TensorKind, TensorRequest};
 
+    use crate::check::{Violation, ViolationKind};
+    use crate::error::ErrorKind;
+
     fn tensor(kind: TensorKind, size: u64, first: u32, last: u32) -> TensorRequest {
         memplan_plugin_api::kit::testing::tensor("t", kind, size, first, last)
     }
@@ -383,14 +424,25 @@ mod tests {
     }
 
     #[test]
-    fn measuring_runs_the_planner_the_given_number_of_times() {
+    fn measuring_runs_the_planner_the_given_number_of_times_and_checks_its_plan_once() {
         let mut calls = 0;
-        let m = measure_planner(&empty_request(), "p", 5, || {
-            calls += 1;
-            Ok(plan_with_height(48))
-        })
+        let mut checked = Vec::new();
+        let m = measure_planner(
+            &empty_request(),
+            "p",
+            5,
+            || {
+                calls += 1;
+                Ok(plan_with_height(48))
+            },
+            |plan| {
+                checked.push(plan);
+                Ok(())
+            },
+        )
         .unwrap();
         assert_eq!(calls, 5);
+        assert_eq!(checked, vec![plan_with_height(48)]);
         assert_eq!((m.height, m.lower_bound, m.runs), (48, 32, 5));
         assert_eq!(m.ratio(), 1.5);
     }
@@ -398,12 +450,56 @@ mod tests {
     #[test]
     fn a_planner_giving_different_plans_is_reported_as_not_deterministic() {
         let mut calls = 0;
-        let error = measure_planner(&empty_request(), "flaky", 3, || {
-            calls += 1;
-            Ok(plan_with_height(32 * calls))
-        })
+        let mut checks = 0;
+        let error = measure_planner(
+            &empty_request(),
+            "flaky",
+            3,
+            || {
+                calls += 1;
+                Ok(plan_with_height(32 * calls))
+            },
+            |_| {
+                checks += 1;
+                Ok(())
+            },
+        )
         .unwrap_err();
         assert!(error.message.contains("not deterministic"), "{error}");
+        assert_eq!(checks, 0, "no plan to check");
+    }
+
+    #[test]
+    fn a_plan_the_checker_rejects_fails_the_row_naming_the_first_violations() {
+        let violations: Vec<Violation> = (1..=5)
+            .map(|n| Violation::new(ViolationKind::Overlap, format!("overlap number {n}")))
+            .collect();
+        let error = measure_planner(
+            &empty_request(),
+            "sloppy",
+            2,
+            || Ok(plan_with_height(16)),
+            |_| Err(Violations(violations)),
+        )
+        .unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Rejected);
+        let message = &error.message;
+        assert!(
+            message.starts_with(
+                "planner `sloppy` returned a wrong plan, rejected by the checker (5 violations):"
+            ),
+            "{message}"
+        );
+        for shown in 1..=VIOLATIONS_SHOWN {
+            assert!(
+                message.contains(&format!(
+                    "\n  - [overlap, contract 5] overlap number {shown}"
+                )),
+                "{message}"
+            );
+        }
+        assert!(!message.contains("overlap number 4"), "{message}");
+        assert!(message.ends_with("and 2 more; `memplan plan` with this planner lists them"));
     }
 
     #[test]
@@ -425,19 +521,41 @@ mod tests {
                 planner: "broken".into(),
                 outcome: Err(Error::plugin("crashed, badly")),
             },
+            BenchRow {
+                input: "a.csv".into(),
+                planner: "sloppy".into(),
+                outcome: Err(wrong_plan_error(
+                    "sloppy",
+                    &Violations(vec![Violation::new(ViolationKind::OutOfArena, "too far")]),
+                )),
+            },
         ];
         let csv = format_csv(&rows);
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines[1], "a.csv,greedy-bestfit,90,80,1.125000,1.500,");
         assert_eq!(lines[2], "a.csv,broken,,,,,\"crashed, badly\"");
+        // A line break in a message is quoted in CSV (so the row is two lines of the file).
+        assert!(
+            lines[3].starts_with("a.csv,sloppy,,,,,\"planner `sloppy` returned a wrong plan"),
+            "{csv}"
+        );
         let json = rows_json(&rows);
         assert_eq!(json["results"][0]["ratio"], 1.125);
         assert_eq!(json["results"][1]["exit_code"], 4);
+        assert_eq!(json["results"][2]["exit_code"], 3);
+        assert!(json["results"][2].get("height").is_none());
         let text = format_text(&rows);
         assert!(text.lines().nth(1).unwrap().contains("1.1250"), "{text}");
         assert!(
             text.lines().nth(2).unwrap().contains("failed: crashed"),
             "{text}"
         );
+        let rejected = text.lines().nth(3).unwrap();
+        assert!(
+            rejected.contains("failed: planner `sloppy` returned a wrong plan")
+                && rejected.contains("[out_of_arena, contract 4] too far"),
+            "{text}"
+        );
+        assert_eq!(text.lines().count(), 4, "one line per row: {text}");
     }
 }

@@ -85,10 +85,10 @@ pub fn run(args: &PlanArgs, verbosity: Verbosity) -> Result<ExitCode> {
     timings.push(("plan", planning_start.elapsed().saturating_sub(check_time)));
     timings.push(("check", check_time));
 
-    let (candidate_lines, candidates) = if names.len() > 1 {
-        (selection.report_lines(), selection.report_json())
+    let candidates = if names.len() > 1 {
+        selection.candidates()
     } else {
-        (Vec::new(), serde_json::Value::Null)
+        Vec::new()
     };
     render_options.planner = selection.chosen_planner().to_string();
     let checked = selection.into_plan();
@@ -101,7 +101,6 @@ pub fn run(args: &PlanArgs, verbosity: Verbosity) -> Result<ExitCode> {
     let report = RunReport {
         planner: render_options.planner.clone(),
         planner_summary,
-        candidate_lines,
         candidates,
         timings,
         out: args.out.clone(),

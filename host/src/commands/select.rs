@@ -3,15 +3,16 @@
 //!
 //! Selection is a function over a closure that runs one planner by name, so it does not
 //! depend on how planners are found or run. The closure should return only plans the checker
-//! accepted (an error of kind `Rejected` otherwise), so that an invalid plan never wins.
+//! accepted (an error of kind `Rejected` otherwise), so that an invalid plan never wins. The
+//! report of every planner's result is [`Selection::candidates`], which the summary renders.
 
 use std::borrow::Borrow;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use memplan_plugin_api::{MemoryPlan, PlanRequest};
-use serde_json::{json, Value};
 
+use crate::emit::summary::{Candidate, CandidateOutcome};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The planner names of a `--planner` value: comma-separated, trimmed, non-empty, distinct.
@@ -91,58 +92,35 @@ impl<P> Selection<P> {
             .expect("the chosen run succeeded")
     }
 
-    /// One line per planner for the text report, e.g.
-    /// `greedy-bestfit: 4096 bytes in writable memories, 1.2 ms (kept)`.
-    pub fn report_lines(&self) -> Vec<String> {
+    /// Every planner's result for the summary, in the order listed: its plan's bytes (and
+    /// whether it was kept), or why it gave none. Built once here; `emit::summary` renders it
+    /// as text and as JSON.
+    pub fn candidates(&self) -> Vec<Candidate> {
         self.runs
             .iter()
             .enumerate()
-            .map(|(index, run)| {
-                let time = format_ms(run.elapsed);
-                match (&run.outcome, run.writable_bytes) {
-                    (Ok(_), Some(bytes)) => {
-                        let kept = if index == self.chosen { " (kept)" } else { "" };
-                        format!(
-                            "{}: {bytes} bytes in writable memories, {time}{kept}",
-                            run.planner
-                        )
+            .map(|(index, run)| Candidate {
+                planner: run.planner.clone(),
+                elapsed: run.elapsed,
+                outcome: match (&run.outcome, run.writable_bytes) {
+                    (Ok(_), Some(writable_bytes)) => CandidateOutcome::Planned {
+                        writable_bytes,
+                        kept: index == self.chosen,
+                    },
+                    (Err(error), _) if error.kind == ErrorKind::Rejected => {
+                        CandidateOutcome::Rejected {
+                            reason: error.message.clone(),
+                        }
                     }
-                    (Err(error), _) => format!("{}: failed after {time}: {error}", run.planner),
+                    (Err(error), _) => CandidateOutcome::Failed {
+                        kind: error.kind,
+                        reason: error.message.clone(),
+                    },
                     (Ok(_), None) => unreachable!("successful runs have their bytes"),
-                }
+                },
             })
             .collect()
     }
-
-    /// The per-planner report as JSON (for `--format json`).
-    pub fn report_json(&self) -> Value {
-        Value::Array(
-            self.runs
-                .iter()
-                .enumerate()
-                .map(|(index, run)| {
-                    let mut entry = json!({
-                        "planner": run.planner,
-                        "ok": run.outcome.is_ok(),
-                        "kept": index == self.chosen,
-                        "time_ms": run.elapsed.as_secs_f64() * 1e3,
-                    });
-                    match &run.outcome {
-                        Ok(_) => entry["writable_bytes"] = json!(run.writable_bytes),
-                        Err(error) => {
-                            entry["error"] = json!(error.message);
-                            entry["exit_code"] = json!(error.kind.exit_code());
-                        }
-                    }
-                    entry
-                })
-                .collect(),
-        )
-    }
-}
-
-fn format_ms(duration: Duration) -> String {
-    format!("{:.1} ms", duration.as_secs_f64() * 1e3)
 }
 
 /// Runs `run` for each of `planners` in order and keeps the smallest plan by
@@ -291,20 +269,56 @@ mod tests {
         })
         .unwrap();
         assert_eq!(selection.chosen_planner(), "ok");
-        let lines = selection.report_lines();
-        assert!(
-            lines[0].contains("failed") && lines[0].contains("panicked"),
-            "{lines:?}"
-        );
-        assert!(
-            lines[1].contains("64 bytes") && lines[1].ends_with("(kept)"),
-            "{lines:?}"
-        );
-        let report = selection.report_json();
-        assert_eq!(report[0]["ok"], false);
-        assert_eq!(report[0]["exit_code"], 4);
-        assert_eq!(report[1]["kept"], true);
+        assert!(selection.runs[0].outcome.is_err());
         assert_eq!(selection.into_plan(), plan(64, 0));
+    }
+
+    #[test]
+    fn candidates_say_what_came_of_each_planner_and_which_plan_was_kept() {
+        let selection = select_plan(&names("broken,wrong,big,small"), &request(), |p| match p {
+            "broken" => Err(Error::plugin("planner `broken` panicked")),
+            "wrong" => Err(Error::rejected("planner `wrong` returned a wrong plan")),
+            "big" => Ok(plan(4096, 0)),
+            _ => Ok(plan(64, 0)),
+        })
+        .unwrap();
+        let outcomes: Vec<(String, CandidateOutcome)> = selection
+            .candidates()
+            .into_iter()
+            .map(|candidate| (candidate.planner, candidate.outcome))
+            .collect();
+        assert_eq!(
+            outcomes,
+            vec![
+                (
+                    "broken".to_string(),
+                    CandidateOutcome::Failed {
+                        kind: ErrorKind::Plugin,
+                        reason: "planner `broken` panicked".to_string()
+                    }
+                ),
+                (
+                    "wrong".to_string(),
+                    CandidateOutcome::Rejected {
+                        reason: "planner `wrong` returned a wrong plan".to_string()
+                    }
+                ),
+                (
+                    "big".to_string(),
+                    CandidateOutcome::Planned {
+                        writable_bytes: 4096,
+                        kept: false
+                    }
+                ),
+                (
+                    "small".to_string(),
+                    CandidateOutcome::Planned {
+                        writable_bytes: 64,
+                        kept: true
+                    }
+                ),
+            ]
+        );
     }
 
     #[test]

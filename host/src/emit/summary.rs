@@ -1,6 +1,8 @@
 //! The summary `memplan plan` prints on stdout: per region its role, memory, size, lower
 //! bound, fragmentation and budget use, as a table (`--format text`) or as one JSON document
-//! (`--format json`).
+//! (`--format json`). With several planners (`--planner a,b`) it also lists each planner's
+//! result ([`Candidate`]): one line each under the first line of the table, a `candidates`
+//! array in the JSON.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -8,6 +10,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::error::ErrorKind;
 use crate::render::RenderPlan;
 
 /// What the plan command knows about the run beyond the rendered plan.
@@ -17,10 +20,9 @@ pub struct RunReport {
     pub planner: String,
     /// The planner's one-line note about its plan (may be empty).
     pub planner_summary: String,
-    /// With several planners (`--planner a,b`), one line per planner for people and the same
-    /// as JSON; empty / `Null` with one planner.
-    pub candidate_lines: Vec<String>,
-    pub candidates: serde_json::Value,
+    /// With several planners (`--planner a,b`), each planner's result in the order listed;
+    /// empty with one planner.
+    pub candidates: Vec<Candidate>,
     /// Wall-clock time of each stage, in pipeline order (`read`, `analyze`, `plan`, ...).
     pub timings: Vec<(&'static str, Duration)>,
     /// The output directory and the files written there.
@@ -28,13 +30,107 @@ pub struct RunReport {
     pub files: Vec<String>,
 }
 
+/// One planner's result in a best-of run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    pub planner: String,
+    /// Wall time of the planner's run and of the check of its plan.
+    pub elapsed: Duration,
+    pub outcome: CandidateOutcome,
+}
+
+/// What came of one planner in a best-of run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CandidateOutcome {
+    /// A plan the checker accepted, taking `writable_bytes` in the writable memories;
+    /// `kept` for the one plan that was kept.
+    Planned { writable_bytes: u64, kept: bool },
+    /// The planner's plan was rejected by the checker.
+    Rejected { reason: String },
+    /// The planner gave no plan; `kind` says how it failed (plugin failure, does not fit, ...).
+    Failed { kind: ErrorKind, reason: String },
+}
+
+/// A candidate in the JSON summary. Fields in alphabetical order, the order the report has
+/// always had.
+#[derive(Serialize)]
+struct CandidateSummary<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exit_code: Option<u8>,
+    kept: bool,
+    ok: bool,
+    planner: &'a str,
+    time_ms: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    writable_bytes: Option<u64>,
+}
+
+impl<'a> CandidateSummary<'a> {
+    fn new(candidate: &'a Candidate) -> Self {
+        let (writable_bytes, kept, error, kind) = match &candidate.outcome {
+            CandidateOutcome::Planned {
+                writable_bytes,
+                kept,
+            } => (Some(*writable_bytes), *kept, None, None),
+            CandidateOutcome::Rejected { reason } => {
+                (None, false, Some(reason), Some(ErrorKind::Rejected))
+            }
+            CandidateOutcome::Failed { kind, reason } => (None, false, Some(reason), Some(*kind)),
+        };
+        CandidateSummary {
+            error: error.map(String::as_str),
+            exit_code: kind.map(ErrorKind::exit_code),
+            kept,
+            ok: writable_bytes.is_some(),
+            planner: &candidate.planner,
+            time_ms: candidate.elapsed.as_secs_f64() * 1e3,
+            writable_bytes,
+        }
+    }
+}
+
+/// The text of a candidate: one line, e.g.
+/// `greedy-bestfit: 4096 bytes in writable memories, 1.2 ms (kept)`, except that a reason of
+/// several lines (the violations of a rejected plan) has its further lines indented by
+/// [`CONTINUATION`], so that in the list they sit under their planner's line.
+fn candidate_text(candidate: &Candidate) -> String {
+    let time = text_ms(candidate.elapsed);
+    let planner = &candidate.planner;
+    match &candidate.outcome {
+        CandidateOutcome::Planned {
+            writable_bytes,
+            kept,
+        } => {
+            let kept = if *kept { " (kept)" } else { "" };
+            format!("{planner}: {writable_bytes} bytes in writable memories, {time}{kept}")
+        }
+        CandidateOutcome::Rejected { reason } | CandidateOutcome::Failed { reason, .. } => {
+            let reason = reason.replace('\n', &format!("\n{CONTINUATION}"));
+            format!("{planner}: failed after {time}: {reason}")
+        }
+    }
+}
+
+/// Indent of the candidates' lines in the text summary.
+const CANDIDATE_INDENT: &str = "  ";
+
+/// Extra indent of the further lines of a candidate's text.
+const CONTINUATION: &str = "  ";
+
+/// A duration as people read it in the text summary: `12.3 ms`.
+fn text_ms(duration: Duration) -> String {
+    format!("{:.1} ms", duration.as_secs_f64() * 1000.0)
+}
+
 #[derive(Serialize)]
 struct SummaryDocument<'a> {
     prefix: &'a str,
     planner: &'a str,
     planner_summary: &'a str,
-    #[serde(skip_serializing_if = "serde_json::Value::is_null")]
-    candidates: &'a serde_json::Value,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    candidates: Vec<CandidateSummary<'a>>,
     plan_hash: &'a str,
     tensor_layout_hash: &'a str,
     arenas: Vec<ArenaSummary<'a>>,
@@ -82,7 +178,11 @@ pub fn write_json(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
         prefix: &plan.prefix,
         planner: &report.planner,
         planner_summary: &report.planner_summary,
-        candidates: &report.candidates,
+        candidates: report
+            .candidates
+            .iter()
+            .map(CandidateSummary::new)
+            .collect(),
         plan_hash: &plan.plan_hash,
         tensor_layout_hash: &plan.tensor_layout_hash,
         arenas: plan
@@ -124,8 +224,10 @@ pub fn write_text(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
         "module `{}`, planned by {}{planner_note}",
         plan.prefix, report.planner
     )?;
-    for line in &report.candidate_lines {
-        writeln!(out, "  {line}")?;
+    for candidate in &report.candidates {
+        for line in candidate_text(candidate).lines() {
+            writeln!(out, "{CANDIDATE_INDENT}{line}")?;
+        }
     }
     writeln!(
         out,
@@ -180,9 +282,138 @@ pub fn write_text(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
         let stages: Vec<String> = report
             .timings
             .iter()
-            .map(|(stage, duration)| format!("{stage} {:.1} ms", duration.as_secs_f64() * 1000.0))
+            .map(|(stage, duration)| format!("{stage} {}", text_ms(*duration)))
             .collect();
         writeln!(out, "time: {}", stages.join(", "))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plan without arenas: the summary around the candidates stays short.
+    fn empty_plan() -> RenderPlan {
+        RenderPlan {
+            prefix: "model".to_string(),
+            external_arenas: false,
+            num_steps: 0,
+            regions: Vec::new(),
+            tensors: Vec::new(),
+            plan_hash: "e3b0c44298fc1c14".to_string(),
+            tensor_layout_hash: "e3b0c44298fc1c14".to_string(),
+            plan_document: String::new(),
+        }
+    }
+
+    fn candidate(planner: &str, micros: u64, outcome: CandidateOutcome) -> Candidate {
+        Candidate {
+            planner: planner.to_string(),
+            elapsed: Duration::from_micros(micros),
+            outcome,
+        }
+    }
+
+    /// A report of four planners: one rejected, one kept, one failed, one beaten.
+    fn report() -> RunReport {
+        RunReport {
+            planner: "small".to_string(),
+            out: PathBuf::from("out"),
+            candidates: vec![
+                candidate(
+                    "wrong",
+                    250,
+                    CandidateOutcome::Rejected {
+                        reason: "rejected (2 violations):\n  - first\n  - second".to_string(),
+                    },
+                ),
+                candidate(
+                    "small",
+                    1_250,
+                    CandidateOutcome::Planned {
+                        writable_bytes: 64,
+                        kept: true,
+                    },
+                ),
+                candidate(
+                    "broken",
+                    100,
+                    CandidateOutcome::Failed {
+                        kind: ErrorKind::Plugin,
+                        reason: "panicked".to_string(),
+                    },
+                ),
+                candidate(
+                    "big",
+                    2_000,
+                    CandidateOutcome::Planned {
+                        writable_bytes: 4096,
+                        kept: false,
+                    },
+                ),
+            ],
+            ..RunReport::default()
+        }
+    }
+
+    #[test]
+    fn the_text_summary_lists_the_candidates_under_the_first_line() {
+        let mut text = Vec::new();
+        write_text(&empty_plan(), &report(), &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        let lines: Vec<&str> = text.lines().take(8).collect();
+        assert_eq!(
+            lines,
+            vec![
+                "module `model`, planned by small",
+                "  wrong: failed after 0.2 ms: rejected (2 violations):",
+                "      - first",
+                "      - second",
+                "  small: 64 bytes in writable memories, 1.2 ms (kept)",
+                "  broken: failed after 0.1 ms: panicked",
+                "  big: 4096 bytes in writable memories, 2.0 ms",
+                "plan_hash e3b0c44298fc1c14  tensor_layout_hash e3b0c44298fc1c14",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_json_summary_has_one_object_per_candidate() {
+        let mut json = Vec::new();
+        write_json(&empty_plan(), &report(), &mut json).unwrap();
+        let document: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(
+            document["candidates"],
+            serde_json::json!([
+                {"planner": "wrong", "ok": false, "kept": false, "time_ms": 0.25,
+                 "error": "rejected (2 violations):\n  - first\n  - second", "exit_code": 3},
+                {"planner": "small", "ok": true, "kept": true, "time_ms": 1.25,
+                 "writable_bytes": 64},
+                {"planner": "broken", "ok": false, "kept": false, "time_ms": 0.1,
+                 "error": "panicked", "exit_code": 4},
+                {"planner": "big", "ok": true, "kept": false, "time_ms": 2.0,
+                 "writable_bytes": 4096},
+            ])
+        );
+    }
+
+    #[test]
+    fn one_planner_has_no_candidates_in_either_summary() {
+        let report = RunReport {
+            planner: "only".to_string(),
+            ..RunReport::default()
+        };
+        let mut json = Vec::new();
+        write_json(&empty_plan(), &report, &mut json).unwrap();
+        let document: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        assert!(document.get("candidates").is_none(), "{document}");
+        let mut text = Vec::new();
+        write_text(&empty_plan(), &report, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.lines().nth(1).unwrap().starts_with("plan_hash"),
+            "{text}"
+        );
+    }
 }
