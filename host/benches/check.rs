@@ -19,9 +19,10 @@ use memplan::check::check_plan;
 use memplan_plugin_api::abi_stable::library::lib_header_from_path;
 use memplan_plugin_api::abi_stable::std_types::{RNone, RSome, RString, RVec};
 use memplan_plugin_api::bounds::align_up;
+use memplan_plugin_api::kit::testing::{allocation, SplitMix64};
 use memplan_plugin_api::{
-    AliasOf, Allocation, Arena, ArenaRole, Binding, HostContext, Lifetime, MemoryPlan,
-    MemoryRequest, PlanRequest, PluginModuleRef, TensorKind, TensorRequest,
+    AliasOf, Arena, ArenaRole, HostContext, Lifetime, MemoryPlan, MemoryRequest, PlanRequest,
+    PluginModuleRef, TensorKind, TensorRequest,
 };
 
 const TENSORS: usize = 1_000_000;
@@ -31,19 +32,6 @@ const RING: u64 = 8;
 const SLOT: u64 = 4096;
 const SRAM: u32 = 0;
 const MRAM: u32 = 1;
-
-/// A small deterministic generator (splitmix64) so every run checks the same plan.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % n
-    }
-}
 
 fn tensor(id: usize, kind: TensorKind, size: u64, lifetime: Lifetime) -> TensorRequest {
     TensorRequest {
@@ -59,23 +47,10 @@ fn tensor(id: usize, kind: TensorKind, size: u64, lifetime: Lifetime) -> TensorR
     }
 }
 
-fn allocation(tensor: usize, role: ArenaRole, memory: u32, offset: u64, size: u64) -> Allocation {
-    Allocation {
-        tensor: tensor as u32,
-        binding: Binding {
-            role,
-            memory,
-            source_memory: memory,
-            offset,
-        },
-        offset,
-        size,
-    }
-}
-
 /// The request and a valid plan for it.
 fn model_like() -> (Analysis, MemoryPlan) {
-    let mut rng = Rng(7);
+    // Seeded, so that every run checks the same plan.
+    let mut rng = SplitMix64::new(7);
     let mut tensors = Vec::with_capacity(TENSORS);
     let mut allocations = Vec::with_capacity(TENSORS);
     // Roughly: 6 of 10 tensors are scratch (1 in 20 of those an alias of the previous
@@ -98,7 +73,7 @@ fn model_like() -> (Analysis, MemoryPlan) {
             ));
             pending_lifetimes.push(index);
             allocations.push(allocation(
-                index,
+                index as u32,
                 ArenaRole::Persistent,
                 SRAM,
                 persistent_end,
@@ -113,7 +88,7 @@ fn model_like() -> (Analysis, MemoryPlan) {
             tensors.push(weights);
             pending_lifetimes.push(index);
             allocations.push(allocation(
-                index,
+                index as u32,
                 ArenaRole::Constant,
                 MRAM,
                 constant_end,
@@ -127,7 +102,13 @@ fn model_like() -> (Analysis, MemoryPlan) {
                 offset: 0,
             });
             tensors.push(view);
-            allocations.push(allocation(index, ArenaRole::Scratch, SRAM, root_offset, 64));
+            allocations.push(allocation(
+                index as u32,
+                ArenaRole::Scratch,
+                SRAM,
+                root_offset,
+                64,
+            ));
         } else {
             let lifetime = Lifetime::new(step, step + rng.below(RING - 1) as u32);
             let size = 64 + rng.below(SLOT - 64);
@@ -138,7 +119,13 @@ fn model_like() -> (Analysis, MemoryPlan) {
             };
             let offset = (ring_position % RING) * SLOT;
             tensors.push(tensor(index, kind, size, lifetime));
-            allocations.push(allocation(index, ArenaRole::Scratch, SRAM, offset, size));
+            allocations.push(allocation(
+                index as u32,
+                ArenaRole::Scratch,
+                SRAM,
+                offset,
+                size,
+            ));
             last_scratch = Some((index, offset, lifetime));
             ring_position += 1;
             step += 1;
