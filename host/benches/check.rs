@@ -17,12 +17,12 @@ use std::time::{Duration, Instant};
 use memplan::analyze::Analysis;
 use memplan::check::check_plan;
 use memplan_plugin_api::abi_stable::library::lib_header_from_path;
-use memplan_plugin_api::abi_stable::std_types::{RNone, RSome, RString, RVec};
+use memplan_plugin_api::abi_stable::std_types::{RSome, RString, RVec};
 use memplan_plugin_api::bounds::align_up;
-use memplan_plugin_api::kit::testing::{allocation, SplitMix64};
+use memplan_plugin_api::kit::testing::{allocation, memory, tensor, SplitMix64};
 use memplan_plugin_api::{
-    AliasOf, Arena, ArenaRole, HostContext, Lifetime, MemoryPlan, MemoryRequest, PlanRequest,
-    PluginModuleRef, TensorKind, TensorRequest,
+    AliasOf, Arena, ArenaRole, HostContext, Lifetime, MemoryPlan, PlanRequest, PluginModuleRef,
+    TensorKind,
 };
 
 const TENSORS: usize = 1_000_000;
@@ -32,20 +32,6 @@ const RING: u64 = 8;
 const SLOT: u64 = 4096;
 const SRAM: u32 = 0;
 const MRAM: u32 = 1;
-
-fn tensor(id: usize, kind: TensorKind, size: u64, lifetime: Lifetime) -> TensorRequest {
-    TensorRequest {
-        id: RString::from(id.to_string()),
-        kind,
-        size,
-        alignment: 16,
-        lifetime,
-        alias_of: RNone,
-        fixed_offset: RNone,
-        memory: RNone,
-        source_memory: RNone,
-    }
-}
 
 /// The request and a valid plan for it.
 fn model_like() -> (Analysis, MemoryPlan) {
@@ -65,12 +51,7 @@ fn model_like() -> (Analysis, MemoryPlan) {
         let roll = rng.below(1000);
         if roll == 0 {
             // Lifetime fixed up below, once the number of steps is known.
-            tensors.push(tensor(
-                index,
-                TensorKind::Persistent,
-                64,
-                Lifetime::new(0, 0),
-            ));
+            tensors.push(tensor(&index.to_string(), TensorKind::Persistent, 64, 0, 0));
             pending_lifetimes.push(index);
             allocations.push(allocation(
                 index as u32,
@@ -82,7 +63,7 @@ fn model_like() -> (Analysis, MemoryPlan) {
             persistent_end += 64;
         } else if roll < 400 {
             let size = 16 + rng.below(2048);
-            let mut weights = tensor(index, TensorKind::Constant, size, Lifetime::new(0, 0));
+            let mut weights = tensor(&index.to_string(), TensorKind::Constant, size, 0, 0);
             weights.memory = RSome(MRAM);
             weights.source_memory = RSome(MRAM);
             tensors.push(weights);
@@ -96,7 +77,13 @@ fn model_like() -> (Analysis, MemoryPlan) {
             ));
             constant_end = align_up(constant_end + size, 16);
         } else if let Some((root, root_offset, lifetime)) = last_scratch.filter(|_| roll < 430) {
-            let mut view = tensor(index, TensorKind::Intermediate, 64, lifetime);
+            let mut view = tensor(
+                &index.to_string(),
+                TensorKind::Intermediate,
+                64,
+                lifetime.first,
+                lifetime.last,
+            );
             view.alias_of = RSome(AliasOf {
                 root: root as u32,
                 offset: 0,
@@ -118,7 +105,13 @@ fn model_like() -> (Analysis, MemoryPlan) {
                 TensorKind::Intermediate
             };
             let offset = (ring_position % RING) * SLOT;
-            tensors.push(tensor(index, kind, size, lifetime));
+            tensors.push(tensor(
+                &index.to_string(),
+                kind,
+                size,
+                lifetime.first,
+                lifetime.last,
+            ));
             allocations.push(allocation(
                 index as u32,
                 ArenaRole::Scratch,
@@ -151,18 +144,11 @@ fn model_like() -> (Analysis, MemoryPlan) {
         allocations: RVec::from(allocations),
         summary: RString::new(),
     };
-    let memory = |name: &str, writable, scratch_order: Option<u32>| MemoryRequest {
-        name: RString::from(name),
-        budget: RNone,
-        writable,
-        scratch_order: scratch_order.into(),
-        arena_alignment: 16,
-    };
     let request = PlanRequest {
         tensors: RVec::from(tensors),
         memories: RVec::from(vec![
-            memory("SRAM", true, Some(0)),
-            memory("MRAM", false, None),
+            memory("SRAM", None, true, Some(0)),
+            memory("MRAM", None, false, None),
         ]),
         num_steps,
         options: RString::from("{}"),
