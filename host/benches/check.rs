@@ -17,11 +17,12 @@ use std::time::{Duration, Instant};
 use memplan::analyze::Analysis;
 use memplan::check::check_plan;
 use memplan_plugin_api::abi_stable::library::lib_header_from_path;
-use memplan_plugin_api::abi_stable::std_types::{RNone, RSome, RString, RVec};
+use memplan_plugin_api::abi_stable::std_types::{RSome, RString, RVec};
 use memplan_plugin_api::bounds::align_up;
+use memplan_plugin_api::kit::testing::{allocation, memory, tensor, SplitMix64};
 use memplan_plugin_api::{
-    AliasOf, Allocation, Arena, ArenaRole, Binding, HostContext, Lifetime, MemoryPlan,
-    MemoryRequest, PlanRequest, PluginModuleRef, TensorKind, TensorRequest,
+    AliasOf, Arena, ArenaRole, HostContext, Lifetime, MemoryPlan, PlanRequest, PluginModuleRef,
+    TensorKind,
 };
 
 const TENSORS: usize = 1_000_000;
@@ -32,50 +33,10 @@ const SLOT: u64 = 4096;
 const SRAM: u32 = 0;
 const MRAM: u32 = 1;
 
-/// A small deterministic generator (splitmix64) so every run checks the same plan.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % n
-    }
-}
-
-fn tensor(id: usize, kind: TensorKind, size: u64, lifetime: Lifetime) -> TensorRequest {
-    TensorRequest {
-        id: RString::from(id.to_string()),
-        kind,
-        size,
-        alignment: 16,
-        lifetime,
-        alias_of: RNone,
-        fixed_offset: RNone,
-        memory: RNone,
-        source_memory: RNone,
-    }
-}
-
-fn allocation(tensor: usize, role: ArenaRole, memory: u32, offset: u64, size: u64) -> Allocation {
-    Allocation {
-        tensor: tensor as u32,
-        binding: Binding {
-            role,
-            memory,
-            source_memory: memory,
-            offset,
-        },
-        offset,
-        size,
-    }
-}
-
 /// The request and a valid plan for it.
 fn model_like() -> (Analysis, MemoryPlan) {
-    let mut rng = Rng(7);
+    // Seeded, so that every run checks the same plan.
+    let mut rng = SplitMix64::new(7);
     let mut tensors = Vec::with_capacity(TENSORS);
     let mut allocations = Vec::with_capacity(TENSORS);
     // Roughly: 6 of 10 tensors are scratch (1 in 20 of those an alias of the previous
@@ -90,15 +51,10 @@ fn model_like() -> (Analysis, MemoryPlan) {
         let roll = rng.below(1000);
         if roll == 0 {
             // Lifetime fixed up below, once the number of steps is known.
-            tensors.push(tensor(
-                index,
-                TensorKind::Persistent,
-                64,
-                Lifetime::new(0, 0),
-            ));
+            tensors.push(tensor(&index.to_string(), TensorKind::Persistent, 64, 0, 0));
             pending_lifetimes.push(index);
             allocations.push(allocation(
-                index,
+                index as u32,
                 ArenaRole::Persistent,
                 SRAM,
                 persistent_end,
@@ -107,13 +63,13 @@ fn model_like() -> (Analysis, MemoryPlan) {
             persistent_end += 64;
         } else if roll < 400 {
             let size = 16 + rng.below(2048);
-            let mut weights = tensor(index, TensorKind::Constant, size, Lifetime::new(0, 0));
+            let mut weights = tensor(&index.to_string(), TensorKind::Constant, size, 0, 0);
             weights.memory = RSome(MRAM);
             weights.source_memory = RSome(MRAM);
             tensors.push(weights);
             pending_lifetimes.push(index);
             allocations.push(allocation(
-                index,
+                index as u32,
                 ArenaRole::Constant,
                 MRAM,
                 constant_end,
@@ -121,13 +77,25 @@ fn model_like() -> (Analysis, MemoryPlan) {
             ));
             constant_end = align_up(constant_end + size, 16);
         } else if let Some((root, root_offset, lifetime)) = last_scratch.filter(|_| roll < 430) {
-            let mut view = tensor(index, TensorKind::Intermediate, 64, lifetime);
+            let mut view = tensor(
+                &index.to_string(),
+                TensorKind::Intermediate,
+                64,
+                lifetime.first,
+                lifetime.last,
+            );
             view.alias_of = RSome(AliasOf {
                 root: root as u32,
                 offset: 0,
             });
             tensors.push(view);
-            allocations.push(allocation(index, ArenaRole::Scratch, SRAM, root_offset, 64));
+            allocations.push(allocation(
+                index as u32,
+                ArenaRole::Scratch,
+                SRAM,
+                root_offset,
+                64,
+            ));
         } else {
             let lifetime = Lifetime::new(step, step + rng.below(RING - 1) as u32);
             let size = 64 + rng.below(SLOT - 64);
@@ -137,8 +105,20 @@ fn model_like() -> (Analysis, MemoryPlan) {
                 TensorKind::Intermediate
             };
             let offset = (ring_position % RING) * SLOT;
-            tensors.push(tensor(index, kind, size, lifetime));
-            allocations.push(allocation(index, ArenaRole::Scratch, SRAM, offset, size));
+            tensors.push(tensor(
+                &index.to_string(),
+                kind,
+                size,
+                lifetime.first,
+                lifetime.last,
+            ));
+            allocations.push(allocation(
+                index as u32,
+                ArenaRole::Scratch,
+                SRAM,
+                offset,
+                size,
+            ));
             last_scratch = Some((index, offset, lifetime));
             ring_position += 1;
             step += 1;
@@ -164,18 +144,11 @@ fn model_like() -> (Analysis, MemoryPlan) {
         allocations: RVec::from(allocations),
         summary: RString::new(),
     };
-    let memory = |name: &str, writable, scratch_order: Option<u32>| MemoryRequest {
-        name: RString::from(name),
-        budget: RNone,
-        writable,
-        scratch_order: scratch_order.into(),
-        arena_alignment: 16,
-    };
     let request = PlanRequest {
         tensors: RVec::from(tensors),
         memories: RVec::from(vec![
-            memory("SRAM", true, Some(0)),
-            memory("MRAM", false, None),
+            memory("SRAM", None, true, Some(0)),
+            memory("MRAM", None, false, None),
         ]),
         num_steps,
         options: RString::from("{}"),

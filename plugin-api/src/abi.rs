@@ -204,6 +204,22 @@ pub struct Allocation {
     pub size: u64,
 }
 
+impl Allocation {
+    /// The allocation of tensor `tensor` (its index in the request) bound by `binding`,
+    /// reserving `size` bytes (the tensor's size).
+    ///
+    /// `offset` is taken from `binding.offset`: the ABI keeps the offset twice and requires the
+    /// two to be equal, so building allocations here keeps that invariant by construction.
+    pub fn new(tensor: u32, binding: Binding, size: u64) -> Allocation {
+        Allocation {
+            tensor,
+            binding,
+            offset: binding.offset,
+            size,
+        }
+    }
+}
+
 /// A planner's answer.
 #[repr(C)]
 #[derive(StableAbi, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

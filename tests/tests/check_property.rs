@@ -14,38 +14,13 @@ use memplan::analyze::Analysis;
 use memplan::check::{check_plan, ViolationKind};
 use memplan_plugin_api::abi_stable::library::lib_header_from_path;
 use memplan_plugin_api::abi_stable::std_types::{RNone, RSome, RStr, RString, RVec};
+use memplan_plugin_api::kit::testing::SplitMix64;
 use memplan_plugin_api::{
     AliasOf, ArenaRole, HostContext, Lifetime, LogLevel, MemoryPlan, MemoryRequest, PlanRequest,
     PlannerEntry, PluginModuleRef, TensorKind, TensorRequest,
 };
 
 const SEEDS: u64 = 150;
-
-/// splitmix64: small, seeded, good enough to spread test cases.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0).
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn percent(&mut self, p: u64) -> bool {
-        self.below(100) < p
-    }
-
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
 
 const SRAM: u32 = 0;
 const DTCM: u32 = 1;
@@ -65,7 +40,7 @@ fn memory(name: &str, writable: bool, scratch_order: Option<u32>) -> MemoryReque
 /// constants (cold in MRAM or staged into SRAM/DTCM) and persistent tensors for the whole run,
 /// aliases sharing their root's kind, placement and lifetime, at most one fixed offset, some
 /// empty tensors, no budgets.
-fn random_request(rng: &mut Rng) -> PlanRequest {
+fn random_request(rng: &mut SplitMix64) -> PlanRequest {
     let num_steps = 1 + rng.below(12) as u32;
     let last = num_steps - 1;
     let count = 1 + rng.below(40) as usize;
@@ -212,12 +187,12 @@ fn set_offset(plan: &mut MemoryPlan, position: usize, offset: u64) {
 }
 
 /// A single change that breaks a valid plan, and the kind of violation it must cause.
-type Mutation = fn(&mut Rng, &PlanRequest, &mut MemoryPlan) -> Option<ViolationKind>;
+type Mutation = fn(&mut SplitMix64, &PlanRequest, &mut MemoryPlan) -> Option<ViolationKind>;
 
 /// Moves a slot onto another slot of its arena that is live at the same time; without such a
 /// pair, moves a slot to the end of its arena.
 fn move_an_offset(
-    rng: &mut Rng,
+    rng: &mut SplitMix64,
     request: &PlanRequest,
     plan: &mut MemoryPlan,
 ) -> Option<ViolationKind> {
@@ -252,7 +227,11 @@ fn move_an_offset(
     }
 }
 
-fn drop_a_tensor(rng: &mut Rng, _: &PlanRequest, plan: &mut MemoryPlan) -> Option<ViolationKind> {
+fn drop_a_tensor(
+    rng: &mut SplitMix64,
+    _: &PlanRequest,
+    plan: &mut MemoryPlan,
+) -> Option<ViolationKind> {
     if plan.allocations.is_empty() {
         return None;
     }
@@ -262,7 +241,7 @@ fn drop_a_tensor(rng: &mut Rng, _: &PlanRequest, plan: &mut MemoryPlan) -> Optio
 }
 
 fn change_a_role(
-    rng: &mut Rng,
+    rng: &mut SplitMix64,
     request: &PlanRequest,
     plan: &mut MemoryPlan,
 ) -> Option<ViolationKind> {
@@ -290,7 +269,7 @@ fn change_a_role(
 
 /// Makes an arena one byte shorter than its highest slot end.
 fn shrink_an_arena(
-    rng: &mut Rng,
+    rng: &mut SplitMix64,
     request: &PlanRequest,
     plan: &mut MemoryPlan,
 ) -> Option<ViolationKind> {
@@ -316,7 +295,11 @@ fn shrink_an_arena(
 
 /// Moves a slot that needs alignment one byte up; without one, gives an arena an alignment
 /// that is not a power of two.
-fn misalign(rng: &mut Rng, request: &PlanRequest, plan: &mut MemoryPlan) -> Option<ViolationKind> {
+fn misalign(
+    rng: &mut SplitMix64,
+    request: &PlanRequest,
+    plan: &mut MemoryPlan,
+) -> Option<ViolationKind> {
     let aligned: Vec<usize> = (0..plan.allocations.len())
         .filter(|&i| {
             let tensor = &request.tensors[plan.allocations[i].tensor as usize];
@@ -387,7 +370,7 @@ fn shipped_planners_pass_the_checker_and_every_mutation_is_caught() {
     for planner in &planners {
         let mut applied = [0usize; MUTATIONS.len()];
         for seed in 0..SEEDS {
-            let mut rng = Rng(seed);
+            let mut rng = SplitMix64::new(seed);
             let analysis = analysis_of(random_request(&mut rng));
             let deadline = Instant::now() + PLANNING_TIME;
             let plan = (planner.plan)(&analysis.request, &with_deadline(&deadline))

@@ -4,38 +4,19 @@
 
 use memplan::registry::{Registry, RunLimits};
 use memplan::ErrorKind;
-use memplan_plugin_api::abi_stable::std_types::RSome;
-use memplan_plugin_api::abi_stable::std_types::{RNone, RString, RVec};
-use memplan_plugin_api::{
-    ArenaRole, Lifetime, MemoryRequest, PlanRequest, TensorKind, TensorRequest,
-};
+use memplan_plugin_api::abi_stable::std_types::{RString, RVec};
+use memplan_plugin_api::kit::testing::{memory, tensor};
+use memplan_plugin_api::{ArenaRole, PlanRequest, TensorKind};
 use memplan_tests::{fixture_plugin, library_file_name, plugin_dir, plugin_dir_with};
 
 /// Two 64-byte scratch tensors, live at steps 0 and 0..=1, in one SRAM.
 fn request() -> PlanRequest {
-    let tensor = |id: &str, kind, lifetime| TensorRequest {
-        id: RString::from(id),
-        kind,
-        size: 64,
-        alignment: 16,
-        lifetime,
-        alias_of: RNone,
-        fixed_offset: RNone,
-        memory: RNone,
-        source_memory: RNone,
-    };
     PlanRequest {
         tensors: RVec::from(vec![
-            tensor("a", TensorKind::Input, Lifetime::new(0, 0)),
-            tensor("b", TensorKind::Output, Lifetime::new(0, 1)),
+            tensor("a", TensorKind::Input, 64, 0, 0),
+            tensor("b", TensorKind::Output, 64, 0, 1),
         ]),
-        memories: RVec::from(vec![MemoryRequest {
-            name: RString::from("SRAM"),
-            budget: RSome(1 << 20),
-            writable: true,
-            scratch_order: RSome(0),
-            arena_alignment: 16,
-        }]),
+        memories: RVec::from(vec![memory("SRAM", Some(1 << 20), true, Some(0))]),
         num_steps: 2,
         options: RString::from("{}"),
     }

@@ -1,10 +1,11 @@
 //! One minimal broken plan per contract rule: a valid plan, changed in one place, must fail
 //! with exactly the expected kind and a message naming what is involved.
 
-use memplan_plugin_api::abi_stable::std_types::{RNone, ROption, RSome, RString, RVec};
+use memplan_plugin_api::abi_stable::std_types::{ROption, RSome, RString, RVec};
+use memplan_plugin_api::kit::testing::{allocation, tensor};
 use memplan_plugin_api::{
-    AliasOf, Allocation, Arena, ArenaRole, Binding, Lifetime, MemoryPlan, MemoryRequest,
-    PlanRequest, TensorKind, TensorRequest,
+    AliasOf, Allocation, Arena, ArenaRole, Binding, MemoryPlan, MemoryRequest, PlanRequest,
+    TensorKind,
 };
 
 use super::*;
@@ -25,41 +26,6 @@ fn memory(
         writable,
         scratch_order: ROption::from(scratch_order),
         arena_alignment: 16,
-    }
-}
-
-fn tensor(id: &str, kind: TensorKind, size: u64, first: u32, last: u32) -> TensorRequest {
-    TensorRequest {
-        id: RString::from(id),
-        kind,
-        size,
-        alignment: 16,
-        lifetime: Lifetime::new(first, last),
-        alias_of: RNone,
-        fixed_offset: RNone,
-        memory: RNone,
-        source_memory: RNone,
-    }
-}
-
-fn allocation(
-    tensor: u32,
-    role: ArenaRole,
-    memory: u32,
-    source_memory: u32,
-    offset: u64,
-    size: u64,
-) -> Allocation {
-    Allocation {
-        tensor,
-        binding: Binding {
-            role,
-            memory,
-            source_memory,
-            offset,
-        },
-        offset,
-        size,
     }
 }
 
@@ -142,15 +108,25 @@ fn valid() -> (Analysis, MemoryPlan) {
             arena(ArenaRole::Persistent, SRAM, SRAM, 32),
         ]),
         allocations: RVec::from(vec![
-            allocation(INPUT, ArenaRole::Scratch, SRAM, SRAM, 0, 64),
-            allocation(MID, ArenaRole::Scratch, SRAM, SRAM, 64, 32),
-            allocation(OUTPUT, ArenaRole::Scratch, SRAM, SRAM, 0, 64),
-            allocation(WEIGHTS, ArenaRole::Constant, MRAM, MRAM, 0, 48),
-            allocation(BIAS, ArenaRole::Constant, SRAM, MRAM, 0, 16),
-            allocation(STATE, ArenaRole::Persistent, SRAM, SRAM, 0, 32),
-            allocation(VIEW, ArenaRole::Scratch, SRAM, SRAM, 80, 16),
-            allocation(FIXED, ArenaRole::Scratch, SRAM, SRAM, 128, 16),
-            allocation(8, ArenaRole::Scratch, SRAM, SRAM, 0, 0),
+            allocation(INPUT, ArenaRole::Scratch, SRAM, 0, 64),
+            allocation(MID, ArenaRole::Scratch, SRAM, 64, 32),
+            allocation(OUTPUT, ArenaRole::Scratch, SRAM, 0, 64),
+            allocation(WEIGHTS, ArenaRole::Constant, MRAM, 0, 48),
+            // A staged constant: in SRAM at run time, its bytes from MRAM.
+            Allocation::new(
+                BIAS,
+                Binding {
+                    role: ArenaRole::Constant,
+                    memory: SRAM,
+                    source_memory: MRAM,
+                    offset: 0,
+                },
+                16,
+            ),
+            allocation(STATE, ArenaRole::Persistent, SRAM, 0, 32),
+            allocation(VIEW, ArenaRole::Scratch, SRAM, 80, 16),
+            allocation(FIXED, ArenaRole::Scratch, SRAM, 128, 16),
+            allocation(8, ArenaRole::Scratch, SRAM, 0, 0),
         ]),
         summary: RString::new(),
     };
@@ -239,7 +215,7 @@ fn contract_1_duplicate_allocation() {
 fn contract_1_unknown_tensor() {
     let (analysis, mut plan) = valid();
     plan.allocations
-        .push(allocation(99, ArenaRole::Scratch, SRAM, SRAM, 0, 8));
+        .push(allocation(99, ArenaRole::Scratch, SRAM, 0, 8));
     let violation = the_one(&analysis, plan, ViolationKind::UnknownTensor);
     assert_mentions(&violation, &["tensor index 99", "9 tensors"]);
 }

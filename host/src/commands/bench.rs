@@ -350,27 +350,14 @@ impl Progress {
 mod tests {
     use super::*;
     use abi_stable::std_types::{ROption, RVec};
-    use memplan_plugin_api::{AliasOf, Allocation, Binding, TensorKind, TensorRequest};
+    use memplan_plugin_api::kit::testing::allocation;
+    use memplan_plugin_api::{AliasOf, TensorKind, TensorRequest};
 
     use crate::check::{Violation, ViolationKind};
     use crate::error::ErrorKind;
 
     fn tensor(kind: TensorKind, size: u64, first: u32, last: u32) -> TensorRequest {
         memplan_plugin_api::kit::testing::tensor("t", kind, size, first, last)
-    }
-
-    fn allocation(tensor: u32, role: ArenaRole, memory: u32, offset: u64, size: u64) -> Allocation {
-        Allocation {
-            tensor,
-            binding: Binding {
-                role,
-                memory,
-                source_memory: memory,
-                offset,
-            },
-            offset,
-            size,
-        }
     }
 
     #[test]

@@ -126,9 +126,10 @@ mod tests {
     use super::*;
     use crate::check::{Violation, ViolationKind};
     use memplan_plugin_api::abi_stable::std_types::{RNone, RSome, RString, RVec};
+    use memplan_plugin_api::kit::testing::allocation;
     use memplan_plugin_api::{
-        Allocation, Arena, ArenaRole, Binding, Lifetime, MemoryPlan, MemoryRequest, PlanRequest,
-        TensorKind, TensorRequest,
+        Arena, ArenaRole, Lifetime, MemoryPlan, MemoryRequest, PlanRequest, TensorKind,
+        TensorRequest,
     };
 
     fn analysis() -> Analysis {
@@ -169,17 +170,7 @@ mod tests {
                     size: 16,
                     alignment: 16,
                 }]),
-                allocations: RVec::from(vec![Allocation {
-                    tensor: 0,
-                    binding: Binding {
-                        role: ArenaRole::Scratch,
-                        memory: 0,
-                        source_memory: 0,
-                        offset: 0,
-                    },
-                    offset: 0,
-                    size: 8,
-                }]),
+                allocations: RVec::from(vec![allocation(0, ArenaRole::Scratch, 0, 0, 8)]),
                 summary: RString::new(),
             },
             lower_bounds: vec![16],

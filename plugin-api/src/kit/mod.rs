@@ -12,7 +12,8 @@
 //! Packing algorithms shared by several planners live here too, so that no planner
 //! duplicates another: [`bump`] (no reuse: `linear`, constants, persistent tensors) and
 //! [`greedy`] (size-ordered best/first fit: `greedy-bestfit`, and the start of searches).
-//! [`options`] parses `--planner-options` uniformly; [`testing`] checks packings in tests.
+//! [`options`] parses `--planner-options` uniformly; [`testing`] builds test inputs (and a
+//! seeded generator for them) and checks packings in tests.
 
 pub mod bump;
 pub mod greedy;

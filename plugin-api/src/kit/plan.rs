@@ -508,12 +508,7 @@ impl<'a> KitState<'a> {
                 }
                 None => binding_of(index),
             };
-            allocations.push(Allocation {
-                tensor: index as u32,
-                binding,
-                offset: binding.offset,
-                size: tensor.size,
-            });
+            allocations.push(Allocation::new(index as u32, binding, tensor.size));
         }
         self.arenas
             .sort_unstable_by_key(|a| (a.role, a.memory, a.source_memory));

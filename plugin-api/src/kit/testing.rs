@@ -1,17 +1,65 @@
-//! Helpers for planner tests: building buffers by hand and checking that a packing, or a
-//! whole plan, is valid.
+//! Helpers for planner tests and benchmarks: building buffers, requests and allocations by
+//! hand, a seeded generator for random instances ([`SplitMix64`]), and checking that a
+//! packing, or a whole plan, is valid.
 //!
-//! Compiled into the library (not `cfg(test)`) so that every planner crate's tests can use the
-//! same validity checks. They are plain pairwise comparisons, O(n^2): meant for test inputs of
-//! a few thousand buffers, not for production paths (the host's checker does the O(n log n)
-//! sweep and is the authority on plans).
+//! Compiled into the library (not `cfg(test)`) so that every planner crate's tests, and the
+//! host's tests and benchmarks, share one copy. The validity checks are plain pairwise
+//! comparisons, O(n^2): meant for test inputs of a few thousand buffers, not for production
+//! paths (the host's checker does the O(n log n) sweep and is the authority on plans).
 
 use std::collections::BTreeMap;
 
 use abi_stable::std_types::{ROption, RString};
 
 use super::{Buffer, Packing};
-use crate::abi::{Lifetime, MemoryPlan, MemoryRequest, PlanRequest, TensorKind, TensorRequest};
+use crate::abi::{
+    Allocation, ArenaRole, Binding, Lifetime, MemoryPlan, MemoryRequest, PlanRequest, TensorKind,
+    TensorRequest,
+};
+
+/// A small seeded pseudo-random generator (SplitMix64, Steele, Lea and Flood 2014) for test
+/// and benchmark instances: the same seed gives the same numbers on every platform and run,
+/// so a failing seed reproduces and a benchmark measures the same instance every time.
+///
+/// The state is the seed itself; each step adds the golden-ratio increment and mixes the
+/// result. Statistical quality is ample for spreading test cases, and it is not meant for
+/// anything else (not cryptographic, and [`SplitMix64::below`] has a modulo bias that tests
+/// do not care about). Changing this sequence changes every seeded test and benchmark
+/// instance built from it: the unit tests pin its first values.
+#[derive(Clone, Debug)]
+pub struct SplitMix64 {
+    state: u64,
+}
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> SplitMix64 {
+        SplitMix64 { state: seed }
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..bound` (`bound > 0`), from one call to [`SplitMix64::next_u64`].
+    pub fn below(&mut self, bound: u64) -> u64 {
+        self.next_u64() % bound
+    }
+
+    /// True `percent` times in a hundred.
+    pub fn percent(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+
+    /// One of `items` (not empty), each as likely.
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len() as u64) as usize]
+    }
+}
 
 /// A buffer of `size` bytes, alignment 1, live over the inclusive steps `first..=last`.
 pub fn buffer(size: u64, first: u32, last: u32) -> Buffer {
@@ -53,6 +101,18 @@ pub fn memory(
         scratch_order: order.into(),
         arena_alignment: 16,
     }
+}
+
+/// The allocation of tensor `tensor` at `offset` of the `role` arena of `memory`, whose initial
+/// bytes also come from `memory` (every arena but a staged constant one).
+pub fn allocation(tensor: u32, role: ArenaRole, memory: u32, offset: u64, size: u64) -> Allocation {
+    let binding = Binding {
+        role,
+        memory,
+        source_memory: memory,
+        offset,
+    };
+    Allocation::new(tensor, binding, size)
 }
 
 /// Every way `packing` breaks the packing contract for `buffers`: wrong number of offsets,
@@ -268,6 +328,48 @@ pub fn assert_valid_plan(request: &PlanRequest, plan: &MemoryPlan) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_generator_gives_the_splitmix64_sequence() {
+        // The reference generator's first outputs for seed 0.
+        let mut random = SplitMix64::new(0);
+        let first: Vec<u64> = (0..4).map(|_| random.next_u64()).collect();
+        assert_eq!(
+            first,
+            [
+                0xE220_A839_7B1D_CDAF,
+                0x6E78_9E6A_A1B9_65F4,
+                0x06C4_5D18_8009_454F,
+                0xF88B_B8A8_724C_81EC
+            ]
+        );
+        // `below` takes one number per call: seed 7 starts 0x63CB_E1E4_5932_0DD7.
+        let mut random = SplitMix64::new(7);
+        assert_eq!(random.below(1000), 0x63CB_E1E4_5932_0DD7 % 1000);
+        assert_eq!(random.next_u64(), 0x044C_3CD7_F43C_661C);
+    }
+
+    #[test]
+    fn picks_and_percentages_stay_in_range() {
+        let mut random = SplitMix64::new(3);
+        let picks: Vec<u32> = (0..1000).map(|_| random.pick(&[2, 4, 8])).collect();
+        for item in [2, 4, 8] {
+            assert!(picks.contains(&item), "{item} never picked");
+        }
+        assert!(picks.iter().all(|pick| [2, 4, 8].contains(pick)));
+        assert!((0..1000).all(|_| !random.percent(0) && random.percent(100)));
+        let hits = (0..10_000).filter(|_| random.percent(30)).count();
+        assert!((2_700..3_300).contains(&hits), "{hits} of 10000 at 30%");
+    }
+
+    #[test]
+    fn allocations_take_their_offset_from_the_binding() {
+        let allocation = allocation(3, ArenaRole::Constant, 1, 48, 16);
+        assert_eq!(allocation.tensor, 3);
+        assert_eq!(allocation.binding.source_memory, 1);
+        assert_eq!(allocation.offset, allocation.binding.offset);
+        assert_eq!((allocation.offset, allocation.size), (48, 16));
+    }
 
     #[test]
     fn overlapping_live_buffers_are_reported() {

@@ -10,15 +10,9 @@
 use memplan_plugin_api::kit::Buffer;
 use memplan_plugin_api::Lifetime;
 
-/// A buffer of `size` bytes live from step `first` to `last` (inclusive), alignment 1.
-pub fn buffer(size: u64, first: u32, last: u32) -> Buffer {
-    Buffer {
-        size,
-        alignment: 1,
-        lifetime: Lifetime::new(first, last),
-        fixed_offset: None,
-    }
-}
+/// A buffer of `size` bytes live from step `first` to `last` (inclusive), alignment 1: the
+/// kit's test helper, re-exported for this crate's tests.
+pub use memplan_plugin_api::kit::testing::buffer;
 
 /// A tiny deterministic PRNG (xorshift64*), enough for generating instances.
 pub struct XorShift(u64);
