@@ -6,7 +6,8 @@
 use std::path::PathBuf;
 
 use memplan_plugin_api::abi_stable::std_types::{RString, RVec};
-use memplan_plugin_api::kit::testing::{memory, tensor};
+use memplan_plugin_api::bounds::align_up;
+use memplan_plugin_api::kit::testing::{memory, tensor, SplitMix64};
 use memplan_plugin_api::kit::Buffer;
 use memplan_plugin_api::{Lifetime, PlanRequest, TensorKind, TensorRequest};
 
@@ -81,6 +82,51 @@ pub fn single_memory_request(buffers: &[Buffer]) -> PlanRequest {
     }
 }
 
+/// A trace shaped like a model graph, the same for the same `count` and `seed`: two tensors
+/// produced per op step; most consumed by the next op or the one after (90%), some by a
+/// later op (9%, up to 16 steps: residual and concat inputs), a few much later (1%, up to 256
+/// steps: skip connections), and four live the whole run (graph inputs and outputs). Sizes
+/// log-uniform from 16 B to 128 KiB, in multiples of 16, alignment 16.
+pub fn model_like_trace(count: usize, seed: u64) -> Vec<Buffer> {
+    let mut random = SplitMix64::new(seed);
+    let steps = (count / 2).max(1) as u32;
+    (0..count)
+        .map(|index| {
+            let first = (index / 2) as u32;
+            let duration = match random.below(100) {
+                0..90 => 1 + random.below(2),
+                90..99 => 3 + random.below(14),
+                _ => 17 + random.below(240),
+            } as u32;
+            let lifetime = if index < 4 {
+                Lifetime::new(0, steps - 1)
+            } else {
+                Lifetime::new(first, (first + duration - 1).min(steps - 1))
+            };
+            let exponent = 4 + random.below(13);
+            let size = align_up((1u64 << exponent) + random.below(1u64 << exponent), 16);
+            Buffer {
+                size,
+                alignment: 16,
+                lifetime,
+                fixed_offset: None,
+            }
+        })
+        .collect()
+}
+
+/// `buffers` as a MiniMalloc CSV (`id,lower,upper,size,alignment`, half-open lifetimes),
+/// which `memplan` reads; fixed offsets are not written.
+pub fn minimalloc_csv(buffers: &[Buffer]) -> String {
+    let mut text = String::from("id,lower,upper,size,alignment\n");
+    for (index, buffer) in buffers.iter().enumerate() {
+        let (first, last) = (buffer.lifetime.first, buffer.lifetime.last);
+        let line = format!("{index},{first},{},{},{}\n", last + 1, buffer.size, buffer.alignment);
+        text.push_str(&line);
+    }
+    text
+}
+
 /// `$MEMPLAN_CORPUS/sub`, when `MEMPLAN_CORPUS` is set (panics if it is set but the folder is
 /// missing: corpus tests must not skip silently then).
 pub fn corpus_dir(sub: &str) -> Option<PathBuf> {
@@ -119,5 +165,14 @@ mod tests {
         );
         assert!(parse_minimalloc_csv("id,lower,size\n").is_err());
         assert!(parse_minimalloc_csv("id,lower,upper,size\n0,3,3,1\n").is_err());
+    }
+
+    #[test]
+    fn generated_traces_round_trip_through_csv() {
+        let trace = model_like_trace(1000, 3);
+        assert_eq!(trace, model_like_trace(1000, 3));
+        assert_eq!(parse_minimalloc_csv(&minimalloc_csv(&trace)).unwrap(), trace);
+        let short = trace.iter().filter(|b| b.lifetime.duration() <= 2).count();
+        assert!((850..950).contains(&short), "{short} of 1000 live at most 2 steps");
     }
 }
