@@ -159,6 +159,7 @@ fn model_like() -> (Analysis, MemoryPlan) {
         names: (0..TENSORS).map(|i| format!("tensor_{i}")).collect(),
         // Not read by the stages under test.
         memory_lower_bounds: Vec::new(),
+        pinned_overflow: None,
         constant_data: vec![None; TENSORS],
         request,
     };

@@ -137,6 +137,7 @@ fn analysis_of(request: PlanRequest) -> Analysis {
         names: (0..count).map(|i| format!("tensor_{i}")).collect(),
         // Not read by the stages under test.
         memory_lower_bounds: Vec::new(),
+        pinned_overflow: None,
         constant_data: vec![None; count],
         request,
     }

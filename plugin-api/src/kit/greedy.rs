@@ -190,29 +190,49 @@ fn pack_in<W: Word>(
     window_points: u32,
 ) -> Option<Packing> {
     let timeline = Timeline::new(buffers);
-    let mut items: Vec<Item> = buffers
-        .iter()
-        .enumerate()
-        .map(|(index, buffer)| Item::new(index, buffer, timeline.span(buffer.lifetime)))
-        .collect();
     let windows = Windows::new(timeline.points.len() as u32, window_points);
-    drop(timeline);
-    let mut heap = Heap::<W>::new(&items, windows.point_count);
-    for item in &items {
-        if let Some(offset) = buffers[item.index as usize].fixed_offset {
-            heap.place(item, offset)?;
+    let item_of = |index: u32| {
+        let buffer = &buffers[index as usize];
+        Item::new(index as usize, buffer, timeline.span(buffer.lifetime))
+    };
+    // One pass to size the heap's lists and the window groups, one to place the buffers
+    // with a fixed offset (as they are) and group the others: at a million buffers each pass
+    // over them reads 40 MB.
+    let mut room = HeapRoom::new(windows.point_count);
+    let mut groups = vec![0usize; windows.count + 2];
+    for (index, buffer) in buffers.iter().enumerate() {
+        let item = item_of(index as u32);
+        room.count(&item);
+        if buffer.fixed_offset.is_none() {
+            groups[windows.group_of(&item) + 1] += 1;
         }
     }
-    items.retain(|item| buffers[item.index as usize].fixed_offset.is_none());
+    let mut heap = Heap::<W>::new(room, buffers.len());
+    for group in 0..=windows.count {
+        groups[group + 1] += groups[group];
+    }
+    let mut next = groups.clone();
+    let mut grouped = vec![Item::default(); groups[windows.count + 1]];
+    for (index, buffer) in buffers.iter().enumerate() {
+        let item = item_of(index as u32);
+        match buffer.fixed_offset {
+            Some(offset) => heap.place(&item, offset)?,
+            None => {
+                let at = &mut next[windows.group_of(&item)];
+                grouped[*at] = item;
+                *at += 1;
+            }
+        }
+    }
     let key = PlacementKey::for_order(order, fit);
-    let groups = windows.group(&mut items, key);
+    windows.sort_groups(&mut grouped, &groups, key);
 
     let mut placer = Placer {
         heap: &mut heap,
         occupied: Vec::new(),
         fit,
     };
-    let (inside, crossing) = items.split_at(groups[windows.count]);
+    let (inside, crossing) = grouped.split_at(groups[windows.count]);
     // Per window, the next of its buffers to place.
     let mut next: Vec<usize> = groups[..windows.count].to_vec();
     // Places window `window`'s buffers that come before `limit` in placement order.
@@ -272,36 +292,17 @@ impl Windows {
         }
     }
 
-    /// Reorders `items` (in index order) into groups: each window's buffers, then the
-    /// crossing ones, each group sorted by `key`. Returns the `count + 2` group bounds.
-    ///
-    /// Grouping first is one stable counting pass; each group is then sorted on its own,
-    /// small enough to stay in cache, so the sorting costs about the same per buffer at a
-    /// million buffers as at a thousand.
-    fn group(&self, items: &mut Vec<Item>, key: PlacementKey) -> Vec<usize> {
-        let mut bounds = vec![0usize; self.count + 2];
-        for item in items.iter() {
-            bounds[self.group_of(item) + 1] += 1;
-        }
-        for group in 0..=self.count {
-            bounds[group + 1] += bounds[group];
-        }
-        let mut next = bounds.clone();
-        let mut grouped = vec![Item::default(); items.len()];
-        for item in items.iter() {
-            let at = &mut next[self.group_of(item)];
-            grouped[*at] = *item;
-            *at += 1;
-        }
-        *items = grouped;
+    /// Sorts each group of `grouped` (bounds `groups`) by `key` on its own: a group is small
+    /// enough to stay in cache, so the sorting costs about the same per buffer at a million
+    /// buffers as at a thousand.
+    fn sort_groups(&self, grouped: &mut [Item], groups: &[usize], key: PlacementKey) {
         // Working room for the largest group's sort.
-        let largest = bounds.windows(2).map(|group| group[1] - group[0]).max();
+        let largest = groups.windows(2).map(|group| group[1] - group[0]).max();
         let mut spare = vec![Item::default(); largest.unwrap_or(0)];
-        for group in bounds.windows(2) {
-            let group = &mut items[group[0]..group[1]];
+        for group in groups.windows(2) {
+            let group = &mut grouped[group[0]..group[1]];
             radix_sort(group, &mut spare[..group.len()], |item| key.of(item));
         }
-        bounds
     }
 }
 
@@ -309,7 +310,7 @@ impl Windows {
 struct Placer<'a, W> {
     heap: &'a mut Heap<W>,
     /// Byte ranges of the placed buffers overlapping the current one in time; reused.
-    occupied: Vec<(u64, u64)>,
+    occupied: Vec<Bytes<W>>,
     fit: Fit,
 }
 
@@ -317,8 +318,9 @@ impl<W: Word> Placer<'_, W> {
     /// Places `item` in the gap [`choose_gap`] picks; `None` when its end does not fit in `W`.
     fn place(&mut self, item: &Item) -> Option<()> {
         self.heap.collect_overlapping(item, &mut self.occupied);
-        self.occupied.sort_unstable_by_key(|&(offset, _)| offset);
-        let offset = choose_gap(&self.occupied, item.size, item.alignment, self.fit);
+        self.occupied.sort_unstable_by_key(|bytes| bytes.offset);
+        let ranges = self.occupied.iter().map(|bytes| bytes.widen());
+        let offset = choose_gap(ranges, item.size, item.alignment, self.fit);
         self.heap.place(item, offset)
     }
 }
@@ -365,7 +367,7 @@ impl Item {
 
 /// The integer the time index stores byte offsets in: `u32` while every end fits, which
 /// halves the memory placements read at random, else `u64`.
-trait Word: Copy + Default + std::fmt::Debug {
+trait Word: Copy + Default + Ord + std::fmt::Debug {
     fn fits(value: u64) -> bool;
     /// `value`, which the caller has checked [`Word::fits`].
     fn narrow(value: u64) -> Self;
@@ -447,6 +449,33 @@ impl<W: Word> Slot for LongSlot<W> {
     }
 }
 
+/// The room a [`Heap`] needs, counted buffer by buffer.
+struct HeapRoom {
+    /// Per point, the buffers its list records.
+    per_point: Vec<u32>,
+    /// The blocks each long buffer covers.
+    long_blocks: Vec<(u32, u32)>,
+}
+
+impl HeapRoom {
+    fn new(point_count: u32) -> HeapRoom {
+        HeapRoom {
+            per_point: vec![0; point_count as usize],
+            long_blocks: Vec::new(),
+        }
+    }
+
+    fn count(&mut self, item: &Item) {
+        for point in item.listed_at() {
+            self.per_point[point as usize] += 1;
+        }
+        if !item.is_short() {
+            self.long_blocks
+                .push((item.lo / TREE_BLOCK, item.hi / TREE_BLOCK));
+        }
+    }
+}
+
 /// The buffers placed so far, indexed over time.
 struct Heap<W> {
     /// Per point: the placed short buffers covering it and long ones starting at it.
@@ -458,23 +487,13 @@ struct Heap<W> {
 }
 
 impl<W: Word> Heap<W> {
-    /// An empty heap with room for every one of `items`.
-    fn new(items: &[Item], point_count: u32) -> Heap<W> {
-        let point_count = point_count as usize;
-        let mut per_point = vec![0u32; point_count];
-        let mut long_blocks = Vec::new();
-        for item in items {
-            for point in item.listed_at() {
-                per_point[point as usize] += 1;
-            }
-            if !item.is_short() {
-                long_blocks.push((item.lo / TREE_BLOCK, item.hi / TREE_BLOCK));
-            }
-        }
+    /// An empty heap with `room`, for `buffer_count` buffers.
+    fn new(room: HeapRoom, buffer_count: usize) -> Heap<W> {
+        let leaves = room.per_point.len().div_ceil(TREE_BLOCK as usize);
         Heap {
-            points: Lists::with_capacities(per_point),
-            long: StabbingTree::new(point_count.div_ceil(TREE_BLOCK as usize), &long_blocks),
-            offsets: vec![0; items.len()],
+            long: StabbingTree::new(leaves, &room.long_blocks),
+            points: Lists::with_capacities(room.per_point),
+            offsets: vec![0; buffer_count],
             height: 0,
         }
     }
@@ -507,24 +526,26 @@ impl<W: Word> Heap<W> {
         Some(())
     }
 
-    /// Replaces `occupied` with the byte ranges `(offset, end)` of the placed buffers whose
-    /// lifetimes overlap `item`'s (the two sources of the module documentation).
-    fn collect_overlapping(&self, item: &Item, occupied: &mut Vec<(u64, u64)>) {
+    /// Replaces `occupied` with the byte ranges of the placed buffers whose lifetimes overlap
+    /// `item`'s (the two sources of the module documentation).
+    fn collect_overlapping(&self, item: &Item, occupied: &mut Vec<Bytes<W>>) {
         occupied.clear();
         let (lo, hi) = (item.lo, item.hi);
-        occupied.extend(
-            self.points
-                .runs(lo as usize..=hi as usize)
-                .iter()
-                .filter(|bytes| !bytes.is_free())
-                .map(|bytes| bytes.widen()),
-        );
+        let lists = self.points.runs(lo as usize..=hi as usize);
+        // Room for every entry that may be copied, at once: a buffer live throughout meets
+        // nearly every other, and growing by doubling to a million entries would allocate
+        // three times the memory, which costs more than the copying.
+        let mut room = lists.len();
+        self.long
+            .for_each_live_at(lo / TREE_BLOCK, |slots| room += slots.len());
+        occupied.reserve_exact(room);
+        occupied.extend(lists.iter().filter(|bytes| !bytes.is_free()));
         self.long.for_each_live_at(lo / TREE_BLOCK, |slots| {
             occupied.extend(
                 slots
                     .iter()
                     .filter(|slot| slot.lo < lo && slot.hi >= lo && !slot.is_free())
-                    .map(|slot| slot.bytes.widen()),
+                    .map(|slot| slot.bytes),
             );
         });
     }
@@ -639,13 +660,18 @@ fn radix_sort<T: Copy>(items: &mut [T], spare: &mut [T], key: impl Fn(&T) -> (u1
     }
 }
 
-/// The offset for a buffer of `size` bytes among the `occupied` byte ranges (sorted by
-/// offset; they may overlap one another).
-fn choose_gap(occupied: &[(u64, u64)], size: u64, alignment: u64, fit: Fit) -> u64 {
+/// The offset for a buffer of `size` bytes among the `occupied` byte ranges `(offset, end)`
+/// (sorted by offset; they may overlap one another).
+fn choose_gap(
+    occupied: impl IntoIterator<Item = (u64, u64)>,
+    size: u64,
+    alignment: u64,
+    fit: Fit,
+) -> u64 {
     // (gap length, offset) of the best bounded gap so far.
     let mut best: Option<(u64, u64)> = None;
     let mut cursor = 0u64;
-    for &(start, end) in occupied {
+    for (start, end) in occupied {
         if start > cursor {
             let candidate = align_up(cursor, alignment);
             if candidate.saturating_add(size) <= start {
@@ -1029,7 +1055,7 @@ mod tests {
                 .map(|(j, offset)| (offset, offset + buffers[j].size))
                 .collect();
             occupied.sort_unstable_by_key(|&(offset, _)| offset);
-            placed[index as usize] = Some(choose_gap(&occupied, own.size, own.alignment, fit));
+            placed[index as usize] = Some(choose_gap(occupied, own.size, own.alignment, fit));
         }
         placed.into_iter().map(Option::unwrap).collect()
     }

@@ -61,8 +61,8 @@ pub fn plan_with_packer(
     context: &HostContext,
     packer: &dyn Packer,
 ) -> Result<MemoryPlan, PlanError> {
-    let placed = validate(request)?;
-    let mut state = KitState::new(request, context, placed);
+    let inventory = validate(request)?;
+    let mut state = KitState::new(request, context, inventory);
     state.place_constants()?;
     state.place_with_spill(ArenaRole::Persistent, &BumpPacker)?;
     state.place_with_spill(ArenaRole::Scratch, packer)?;
@@ -73,22 +73,52 @@ fn invalid(message: String) -> PlanError {
     PlanError::new(PlanErrorKind::InvalidRequest, message)
 }
 
-/// The tensors that take space (not aliases, not empty), by role, in tensor order.
-struct PlacedTensors {
+/// What the one pass over the request (`validate`) finds. With a million tensors the
+/// request is over 100 MB, and every pass over it costs as much as a good part of the
+/// packing, so the later passes work from these lists.
+struct Inventory {
+    /// The tensors that take space (not aliases, not empty), by role, in tensor order.
     constant: Vec<u32>,
     persistent: Vec<u32>,
     scratch: Vec<u32>,
+    /// Empty tensors (not aliases), bound without space.
+    empty: Vec<u32>,
+    /// Aliases, bound to their root's bytes.
+    aliases: Vec<u32>,
+    /// One allocation per tensor, in tensor order; the binding is a placeholder (memory 0,
+    /// offset 0) until the tensor's arena is committed, or `finish` binds it.
+    allocations: RVec<Allocation>,
 }
 
-/// Rejects requests the passes cannot honour, naming the tensor or memory, and lists the
-/// tensors that take space by role. One pass: with a million tensors the request is over
-/// 100 MB, and every pass over it costs as much as a good part of the packing.
-fn validate(request: &PlanRequest) -> Result<PlacedTensors, PlanError> {
-    let mut placed = PlacedTensors {
-        constant: Vec::new(),
-        persistent: Vec::new(),
-        scratch: Vec::new(),
-    };
+impl Inventory {
+    fn with_capacity(tensors: usize) -> Inventory {
+        Inventory {
+            // Room that is never written costs address space only.
+            constant: Vec::with_capacity(tensors),
+            persistent: Vec::with_capacity(tensors),
+            scratch: Vec::with_capacity(tensors),
+            empty: Vec::new(),
+            aliases: Vec::new(),
+            allocations: RVec::with_capacity(tensors),
+        }
+    }
+
+    /// Tensors (not aliases, not empty) of `role`, in tensor order; taken, as the caller
+    /// places them.
+    fn take(&mut self, role: ArenaRole) -> Vec<u32> {
+        let list = match role {
+            ArenaRole::Constant => &mut self.constant,
+            ArenaRole::Persistent => &mut self.persistent,
+            ArenaRole::Scratch => &mut self.scratch,
+        };
+        std::mem::take(list)
+    }
+}
+
+/// Rejects requests the passes cannot honour, naming the tensor or memory, and takes the
+/// [`Inventory`], in one pass.
+fn validate(request: &PlanRequest) -> Result<Inventory, PlanError> {
+    let mut inventory = Inventory::with_capacity(request.tensors.len());
     let memories = &request.memories;
     if memories.is_empty() && !request.tensors.is_empty() {
         return Err(invalid("the request lists tensors but no memories".into()));
@@ -113,6 +143,15 @@ fn validate(request: &PlanRequest) -> Result<PlacedTensors, PlanError> {
     };
     for (index, tensor) in request.tensors.iter().enumerate() {
         let id = tensor.id.as_str();
+        let placeholder = Binding {
+            role: tensor.kind.role(),
+            memory: 0,
+            source_memory: 0,
+            offset: 0,
+        };
+        inventory
+            .allocations
+            .push(Allocation::new(index as u32, placeholder, tensor.size));
         if !tensor.alignment.is_power_of_two() {
             return Err(invalid(format!(
                 "tensor {id}: alignment {} is not a power of two",
@@ -142,6 +181,7 @@ fn validate(request: &PlanRequest) -> Result<PlacedTensors, PlanError> {
                 }
                 Some(_) => {}
             }
+            inventory.aliases.push(index as u32);
             continue;
         }
         let memory = match tensor.memory.into_option() {
@@ -178,16 +218,15 @@ fn validate(request: &PlanRequest) -> Result<PlacedTensors, PlanError> {
                 }
             }
         }
-        if tensor.size > 0 {
-            let index = index as u32;
-            match tensor.kind.role() {
-                ArenaRole::Constant => placed.constant.push(index),
-                ArenaRole::Persistent => placed.persistent.push(index),
-                ArenaRole::Scratch => placed.scratch.push(index),
-            }
+        let index = index as u32;
+        match tensor.kind.role() {
+            _ if tensor.size == 0 => inventory.empty.push(index),
+            ArenaRole::Constant => inventory.constant.push(index),
+            ArenaRole::Persistent => inventory.persistent.push(index),
+            ArenaRole::Scratch => inventory.scratch.push(index),
         }
     }
-    Ok(placed)
+    Ok(inventory)
 }
 
 /// One packed arena, not yet charged to its memory.
@@ -206,9 +245,8 @@ struct KitState<'a> {
     scratch_order: Vec<u32>,
     /// Bytes of the arenas placed so far, per memory.
     used: Vec<u64>,
-    /// The tensors still to place, by role.
-    unplaced: PlacedTensors,
-    bindings: Vec<Option<Binding>>,
+    /// The tensors still to place, and the allocations as far as they are bound.
+    inventory: Inventory,
     arenas: Vec<Arena>,
     notes: Vec<String>,
 }
@@ -217,7 +255,7 @@ impl<'a> KitState<'a> {
     fn new(
         request: &'a PlanRequest,
         context: &'a HostContext,
-        unplaced: PlacedTensors,
+        inventory: Inventory,
     ) -> KitState<'a> {
         let mut ordered: Vec<(u32, u32)> = request
             .memories
@@ -237,22 +275,10 @@ impl<'a> KitState<'a> {
             context,
             scratch_order: ordered.into_iter().map(|(_, index)| index).collect(),
             used: vec![0; request.memories.len()],
-            unplaced,
-            bindings: vec![None; request.tensors.len()],
+            inventory,
             arenas: Vec::new(),
             notes: Vec::new(),
         }
-    }
-
-    /// Tensors (not aliases, not empty) of `role` not placed yet, in tensor order; taken, as
-    /// the caller places them.
-    fn take_unplaced(&mut self, role: ArenaRole) -> Vec<u32> {
-        let list = match role {
-            ArenaRole::Constant => &mut self.unplaced.constant,
-            ArenaRole::Persistent => &mut self.unplaced.persistent,
-            ArenaRole::Scratch => &mut self.unplaced.scratch,
-        };
-        std::mem::take(list)
     }
 
     fn first_scratch_memory(&self, tensor: u32) -> Result<u32, PlanError> {
@@ -269,7 +295,7 @@ impl<'a> KitState<'a> {
 
     fn place_constants(&mut self) -> Result<(), PlanError> {
         let mut groups: BTreeMap<(u32, u32), Vec<u32>> = BTreeMap::new();
-        for index in self.take_unplaced(ArenaRole::Constant) {
+        for index in self.inventory.take(ArenaRole::Constant) {
             let tensor = &self.request.tensors[index as usize];
             let destination = tensor.memory.unwrap();
             let source = tensor.source_memory.into_option().unwrap_or(destination);
@@ -289,8 +315,8 @@ impl<'a> KitState<'a> {
     /// order (see the module docs).
     fn place_with_spill(&mut self, role: ArenaRole, packer: &dyn Packer) -> Result<(), PlanError> {
         let mut pinned: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-        let mut carried: Vec<u32> = Vec::new();
-        let candidates = self.take_unplaced(role);
+        let candidates = self.inventory.take(role);
+        let mut carried: Vec<u32> = Vec::with_capacity(candidates.len());
         for index in candidates {
             let tensor = &self.request.tensors[index as usize];
             let memory = match (tensor.memory.into_option(), tensor.fixed_offset.is_some()) {
@@ -308,7 +334,12 @@ impl<'a> KitState<'a> {
         let order = self.scratch_order.clone();
         for (position, &memory) in order.iter().enumerate() {
             let mut set = pinned.remove(&memory).unwrap_or_default();
-            set.append(&mut carried);
+            if set.is_empty() {
+                // Usually every tensor: hand the list over rather than copy it.
+                std::mem::swap(&mut set, &mut carried);
+            } else {
+                set.append(&mut carried);
+            }
             set.sort_unstable();
             let has_next = position + 1 < order.len();
             while !set.is_empty() {
@@ -446,13 +477,16 @@ impl<'a> KitState<'a> {
 
     fn commit(&mut self, role: ArenaRole, memory: u32, source_memory: u32, packed: PackedArena) {
         self.used[memory as usize] += packed.size;
+        let allocations = &mut self.inventory.allocations;
         for (&index, &offset) in packed.tensors.iter().zip(&packed.offsets) {
-            self.bindings[index as usize] = Some(Binding {
+            let binding = Binding {
                 role,
                 memory,
                 source_memory,
                 offset,
-            });
+            };
+            let allocation = &mut allocations[index as usize];
+            *allocation = Allocation::new(index, binding, allocation.size);
         }
         if !packed.note.is_empty() && !self.notes.contains(&packed.note) {
             self.notes.push(packed.note);
@@ -466,11 +500,10 @@ impl<'a> KitState<'a> {
         });
     }
 
-    /// The binding of tensor `index`, which takes no space (empty, never packed): its own
+    /// The binding of empty tensor `index` (never packed): its own
     /// memory (or the first in the scratch order) at its fixed offset (or 0).
     fn binding_without_space(&self, index: usize) -> Binding {
         let tensor = &self.request.tensors[index];
-        debug_assert_eq!(tensor.size, 0, "every non-empty tensor was placed");
         let role = tensor.kind.role();
         let memory = match tensor.memory.into_option() {
             Some(memory) => memory,
@@ -491,24 +524,21 @@ impl<'a> KitState<'a> {
     /// Binds empty tensors and aliases, and assembles the plan.
     fn finish(mut self) -> Result<MemoryPlan, PlanError> {
         let request = self.request;
-        // One pass over the tensors (see `validate`): an alias whose root comes later, or is
-        // empty, finds the root's binding by `binding_of`.
-        let binding_of = |index: usize| {
-            self.bindings[index].unwrap_or_else(|| self.binding_without_space(index))
-        };
-        let mut allocations = RVec::with_capacity(request.tensors.len());
-        for (index, tensor) in request.tensors.iter().enumerate() {
-            let binding = match tensor.alias_of.into_option() {
-                Some(alias) => {
-                    let root = binding_of(alias.root as usize);
-                    Binding {
-                        offset: root.offset + alias.offset,
-                        ..root
-                    }
-                }
-                None => binding_of(index),
+        for &index in &self.inventory.empty {
+            let binding = self.binding_without_space(index as usize);
+            self.inventory.allocations[index as usize] = Allocation::new(index, binding, 0);
+        }
+        // Roots are never aliases (validate), and are all bound by now.
+        let mut allocations = std::mem::take(&mut self.inventory.allocations);
+        for &index in &self.inventory.aliases {
+            let tensor = &request.tensors[index as usize];
+            let alias = tensor.alias_of.unwrap();
+            let root = allocations[alias.root as usize].binding;
+            let binding = Binding {
+                offset: root.offset + alias.offset,
+                ..root
             };
-            allocations.push(Allocation::new(index as u32, binding, tensor.size));
+            allocations[index as usize] = Allocation::new(index, binding, tensor.size);
         }
         self.arenas
             .sort_unstable_by_key(|a| (a.role, a.memory, a.source_memory));

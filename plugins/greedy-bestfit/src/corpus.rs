@@ -121,7 +121,12 @@ pub fn minimalloc_csv(buffers: &[Buffer]) -> String {
     let mut text = String::from("id,lower,upper,size,alignment\n");
     for (index, buffer) in buffers.iter().enumerate() {
         let (first, last) = (buffer.lifetime.first, buffer.lifetime.last);
-        let line = format!("{index},{first},{},{},{}\n", last + 1, buffer.size, buffer.alignment);
+        let line = format!(
+            "{index},{first},{},{},{}\n",
+            last + 1,
+            buffer.size,
+            buffer.alignment
+        );
         text.push_str(&line);
     }
     text
@@ -171,8 +176,14 @@ mod tests {
     fn generated_traces_round_trip_through_csv() {
         let trace = model_like_trace(1000, 3);
         assert_eq!(trace, model_like_trace(1000, 3));
-        assert_eq!(parse_minimalloc_csv(&minimalloc_csv(&trace)).unwrap(), trace);
+        assert_eq!(
+            parse_minimalloc_csv(&minimalloc_csv(&trace)).unwrap(),
+            trace
+        );
         let short = trace.iter().filter(|b| b.lifetime.duration() <= 2).count();
-        assert!((850..950).contains(&short), "{short} of 1000 live at most 2 steps");
+        assert!(
+            (850..950).contains(&short),
+            "{short} of 1000 live at most 2 steps"
+        );
     }
 }
