@@ -130,7 +130,13 @@ fn an_overlapping_plan_is_rejected_by_the_checker() {
     for isolate in [false, true] {
         let extra: &[&str] = if isolate { &["--isolate"] } else { &[] };
         let output = plan("fixture-overlapping", extra);
-        failed_with(&output, 3);
+        let message = failed_with(&output, 3);
+        assert!(
+            message.contains("the plan was rejected by the checker (1 violation)")
+                && message.contains("[overlap, contract 5]")
+                && message.contains("nothing was written to"),
+            "{message}"
+        );
     }
 }
 

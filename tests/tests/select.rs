@@ -42,7 +42,7 @@ fn the_text_summary_lists_every_planner_under_the_kept_one() {
     assert!(
         lines[1].starts_with(
             "  fixture-overlapping: failed after T ms: planner `fixture-overlapping` returned a \
-             wrong plan: the plan was rejected by the checker (1 violation);"
+             wrong plan: the plan was rejected by the checker (1 violation):"
         ),
         "{stdout}"
     );

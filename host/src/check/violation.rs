@@ -286,7 +286,7 @@ impl From<Violations> for Error {
     fn from(violations: Violations) -> Error {
         let count = violations.len();
         Error::rejected(format!(
-            "the plan was rejected by the checker ({count} violation{}); nothing was written:\n{}",
+            "the plan was rejected by the checker ({count} violation{}):\n{}",
             if count == 1 { "" } else { "s" },
             violations.to_text().trim_end()
         ))

@@ -81,6 +81,16 @@ pub fn run(args: &PlanArgs, verbosity: Verbosity) -> Result<ExitCode> {
         });
         check_time += check_start.elapsed();
         checked
+    })
+    .map_err(|error| {
+        // Only when no planner's plan is kept: a rejected candidate beside a kept plan is
+        // reported in the summary, and the kept plan is written.
+        let message = format!(
+            "{}\nnothing was written to {}",
+            error.message.trim_end(),
+            args.out.display()
+        );
+        Error::new(error.kind, message)
     })?;
     timings.push(("plan", planning_start.elapsed().saturating_sub(check_time)));
     timings.push(("check", check_time));

@@ -85,7 +85,7 @@ impl<'a> CandidateSummary<'a> {
             kept,
             ok: writable_bytes.is_some(),
             planner: &candidate.planner,
-            time_ms: candidate.elapsed.as_secs_f64() * 1e3,
+            time_ms: round2(candidate.elapsed.as_secs_f64() * 1e3),
             writable_bytes,
         }
     }
