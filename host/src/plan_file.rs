@@ -273,17 +273,14 @@ fn resolve(document: PlanDocument, analysis: &Analysis) -> ReadPlan {
             .source_memory
             .as_deref()
             .map_or(memory, |name| memories.index(name));
-        allocations.push(Allocation {
-            tensor,
-            binding: Binding {
-                role: entry.role,
-                memory,
-                source_memory,
-                offset: entry.offset,
-            },
+        let binding = Binding {
+            role: entry.role,
+            memory,
+            source_memory,
             offset: entry.offset,
-            size: entry.size,
-        });
+        };
+        // The file has one offset per tensor: the binding's and the allocation's.
+        allocations.push(Allocation::new(tensor, binding, entry.size));
     }
     ReadPlan {
         planner: document.planner,
