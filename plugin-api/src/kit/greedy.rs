@@ -55,8 +55,13 @@
 //!
 //! - Every list's final length is known before packing, so all lists of an index share one
 //!   array, each list a contiguous run of it with its free places at the end (marked empty).
+//!   A window's lists are one stretch of that array.
 //! - Entries hold only byte ranges, in 32 bits while every end fits (always, in a
 //!   microcontroller's memory; a packing that outgrows them starts over with 64 bits).
+//! - A window is placed in several stretches when crossing buffers come between its own in
+//!   placement order, and by its next stretch its lists have left the cache. A long stretch
+//!   therefore starts by reading the window's lists in order ([`WARM_FROM`]): one streaming
+//!   read instead of a memory latency per cache line at random.
 //!
 //! # Complexity
 //!
@@ -92,6 +97,21 @@ const TREE_BLOCK: u32 = 8;
 /// 100 KiB of lists), large enough that few buffers cross a window boundary. Chosen by
 /// measurement (`pack_bench`).
 const WINDOW_POINTS: u32 = 4096;
+
+/// Placing at least this many buffers of a window in a row starts with one sequential read
+/// of the window's point lists. A window is placed in several stretches when buffers that
+/// cross it come between its own in placement order (four buffers live throughout make
+/// five stretches for every window), and by the next stretch its lists have left the cache:
+/// read at random they cost a memory latency per line, read in order a fraction of that.
+const WARM_FROM: usize = 64;
+
+/// Warming reads at most this many list entries per placement it serves: a placement reads
+/// a few entries at random, a cache line holds 8, so warming stays a fraction of the work.
+const WARM_PER_PLACEMENT: usize = 16;
+
+/// Levels of the tree, from the leaves up, that warming reads: the levels above hold few
+/// nodes, read by every placement, and stay in cache.
+const WARM_TREE_LEVELS: usize = 3;
 
 /// The order in which buffers are taken.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -237,13 +257,20 @@ fn pack_in<W: Word>(
     let mut next: Vec<usize> = groups[..windows.count].to_vec();
     // Places window `window`'s buffers that come before `limit` in placement order.
     let mut place_window_before = |placer: &mut Placer<W>, window: usize, limit: Option<&Item>| {
-        let end = groups[window + 1];
-        while next[window] < end
-            && limit.is_none_or(|limit| key.of(&inside[next[window]]) < key.of(limit))
-        {
-            placer.place(&inside[next[window]])?;
-            next[window] += 1;
+        let waiting = &inside[next[window]..groups[window + 1]];
+        let count = match limit {
+            Some(limit) => waiting.partition_point(|item| key.of(item) < key.of(limit)),
+            None => waiting.len(),
+        };
+        if count >= WARM_FROM {
+            placer
+                .heap
+                .warm(windows.points(window), count * WARM_PER_PLACEMENT);
         }
+        for item in &waiting[..count] {
+            placer.place(item)?;
+        }
+        next[window] += count;
         Some(())
     };
     for item in crossing {
@@ -281,6 +308,12 @@ impl Windows {
 
     fn of(&self, point: u32) -> usize {
         (point / self.points_per_window) as usize
+    }
+
+    /// The points of window `window`.
+    fn points(&self, window: usize) -> RangeInclusive<u32> {
+        let first = window as u32 * self.points_per_window;
+        first..=(first + self.points_per_window - 1).min(self.point_count - 1)
     }
 
     /// `item`'s group: its window when its span lies inside one, `count` when it crosses a
@@ -526,19 +559,33 @@ impl<W: Word> Heap<W> {
         Some(())
     }
 
+    /// Reads the lists placements in `points` read (the point lists, and the lowest levels
+    /// of the tree) from first to last, so that the placements about to read them at random
+    /// find them in cache (see [`WARM_FROM`]); each only if it has at most `budget` entries,
+    /// so that warming never costs more than the placements it serves.
+    fn warm(&self, points: RangeInclusive<u32>, budget: usize) {
+        let (first, last) = (*points.start() as usize, *points.end() as usize);
+        self.points.warm(first..=last, budget);
+        let leaves = self.long.leaves;
+        let (first, last) = (
+            leaves + first / TREE_BLOCK as usize,
+            leaves + last / TREE_BLOCK as usize,
+        );
+        for level in 0..WARM_TREE_LEVELS {
+            self.long.nodes.warm(first >> level..=last >> level, budget);
+        }
+    }
+
     /// Replaces `occupied` with the byte ranges of the placed buffers whose lifetimes overlap
     /// `item`'s (the two sources of the module documentation).
     fn collect_overlapping(&self, item: &Item, occupied: &mut Vec<Bytes<W>>) {
         occupied.clear();
         let (lo, hi) = (item.lo, item.hi);
         let lists = self.points.runs(lo as usize..=hi as usize);
-        // Room for every entry that may be copied, at once: a buffer live throughout meets
-        // nearly every other, and growing by doubling to a million entries would allocate
-        // three times the memory, which costs more than the copying.
-        let mut room = lists.len();
-        self.long
-            .for_each_live_at(lo / TREE_BLOCK, |slots| room += slots.len());
-        occupied.reserve_exact(room);
+        // Room for the lists' entries at once: a buffer live throughout meets nearly every
+        // other, and growing by doubling to a million entries would allocate three times the
+        // memory, which costs more than the copying.
+        occupied.reserve_exact(lists.len());
         occupied.extend(lists.iter().filter(|bytes| !bytes.is_free()));
         self.long.for_each_live_at(lo / TREE_BLOCK, |slots| {
             occupied.extend(
@@ -804,6 +851,26 @@ impl<T: Slot> Lists<T> {
     /// The runs of `keys`, one slice, free places included.
     fn runs(&self, keys: RangeInclusive<usize>) -> &[T] {
         &self.slots[self.bounds[*keys.start()] as usize..self.bounds[keys.end() + 1] as usize]
+    }
+
+    /// Reads one value per cache line of the lists of `keys` and of their bounds, in order,
+    /// when they hold at most `budget` entries (see [`Heap::warm`]).
+    fn warm(&self, keys: RangeInclusive<usize>, budget: usize) {
+        let lists = self.runs(keys.clone());
+        if lists.len() > budget {
+            return;
+        }
+        fn touch<T>(values: &[T], mut read: impl FnMut(&T) -> u64) -> u64 {
+            let per_line = (64 / std::mem::size_of::<T>()).max(1);
+            values
+                .iter()
+                .step_by(per_line)
+                .fold(0, |sum, value| sum ^ read(value))
+        }
+        let bounds = &self.bounds[*keys.start()..=keys.end() + 1];
+        let touched = touch(bounds, |&bound| u64::from(bound))
+            ^ touch(lists, |slot| u64::from(slot.is_free()));
+        std::hint::black_box(touched);
     }
 }
 
