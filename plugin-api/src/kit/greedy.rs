@@ -43,7 +43,7 @@
 //! But a buffer's offset depends only on the buffers placed before it that overlap it in
 //! time, so any order that keeps, for every two buffers overlapping in time, the one that
 //! comes first in placement order first gives the very same offsets. Time is cut into
-//! *windows* of [`WINDOW_POINTS`] points; the buffers whose span lies inside one window
+//! *windows* of a few thousand points; the buffers whose span lies inside one window
 //! (nearly all) are grouped by window, each group sorted by the order's key, and the few
 //! that cross a window boundary are taken in order. Before placing a crossing buffer, each
 //! window it covers places its own buffers that come before it; then each window places the
@@ -60,7 +60,7 @@
 //!   microcontroller's memory; a packing that outgrows them starts over with 64 bits).
 //! - A window is placed in several stretches when crossing buffers come between its own in
 //!   placement order, and by its next stretch its lists have left the cache. A long stretch
-//!   therefore starts by reading the window's lists in order ([`WARM_FROM`]): one streaming
+//!   therefore starts by reading the window's lists in order: one streaming
 //!   read instead of a memory latency per cache line at random.
 //!
 //! # Complexity
