@@ -582,10 +582,17 @@ impl<W: Word> Heap<W> {
         occupied.clear();
         let (lo, hi) = (item.lo, item.hi);
         let lists = self.points.runs(lo as usize..=hi as usize);
-        // Room for the lists' entries at once: a buffer live throughout meets nearly every
-        // other, and growing by doubling to a million entries would allocate three times the
-        // memory, which costs more than the copying.
-        occupied.reserve_exact(lists.len());
+        if lists.len() > occupied.capacity() {
+            // A buffer live over much of the run meets most others, and the next such buffer
+            // more: room for every entry at once, rather than growing query after query to a
+            // million entries (fresh memory costs more than the copying).
+            let all = self.points.slots.len();
+            occupied.reserve_exact(if lists.len() > all / 8 {
+                all
+            } else {
+                lists.len()
+            });
+        }
         occupied.extend(lists.iter().filter(|bytes| !bytes.is_free()));
         self.long.for_each_live_at(lo / TREE_BLOCK, |slots| {
             occupied.extend(
