@@ -760,7 +760,14 @@ struct Timeline {
 
 impl Timeline {
     fn new(buffers: &[Buffer]) -> Timeline {
-        let mut points: Vec<u32> = buffers.iter().map(|b| b.lifetime.first).collect();
+        // Consecutive buffers often start together (a model lists an op's outputs in a row):
+        // dropping repeats while collecting keeps the list, and the sort, shorter.
+        let mut points: Vec<u32> = Vec::new();
+        for buffer in buffers {
+            if points.last() != Some(&buffer.lifetime.first) {
+                points.push(buffer.lifetime.first);
+            }
+        }
         points.sort_unstable();
         points.dedup();
         let (Some(&base), Some(top)) = (

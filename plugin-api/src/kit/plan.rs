@@ -315,21 +315,25 @@ impl<'a> KitState<'a> {
     /// order (see the module docs).
     fn place_with_spill(&mut self, role: ArenaRole, packer: &dyn Packer) -> Result<(), PlanError> {
         let mut pinned: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-        let candidates = self.inventory.take(role);
-        let mut carried: Vec<u32> = Vec::with_capacity(candidates.len());
-        for index in candidates {
+        // The role's tensors, filtered in place down to those free to go anywhere.
+        let mut carried = self.inventory.take(role);
+        let mut free = 0;
+        for at in 0..carried.len() {
+            let index = carried[at];
             let tensor = &self.request.tensors[index as usize];
             let memory = match (tensor.memory.into_option(), tensor.fixed_offset.is_some()) {
                 (Some(memory), _) => memory,
                 (None, true) => self.first_scratch_memory(index)?,
                 (None, false) => {
                     self.first_scratch_memory(index)?;
-                    carried.push(index);
+                    carried[free] = index;
+                    free += 1;
                     continue;
                 }
             };
             pinned.entry(memory).or_default().push(index);
         }
+        carried.truncate(free);
 
         let order = self.scratch_order.clone();
         for (position, &memory) in order.iter().enumerate() {
