@@ -246,9 +246,27 @@ fn pack_in<W: Word>(
     }
     let key = PlacementKey::for_order(order, fit);
     windows.sort_groups(&mut grouped, &groups, key);
+    place_by_windows(&mut heap, &windows, &grouped, &groups, key, fit)?;
+    Some(Packing {
+        offsets: heap.offsets,
+        height: heap.height,
+        note: String::new(),
+    })
+}
 
+/// Places the buffers of `grouped` (groups bounded by `groups`, see [`Windows::group_of`],
+/// each sorted by `key`) window by window, with the offsets placing them in `key` order
+/// would give (see the module documentation); `None` when an end does not fit in `W`.
+fn place_by_windows<W: Word>(
+    heap: &mut Heap<W>,
+    windows: &Windows,
+    grouped: &[Item],
+    groups: &[usize],
+    key: PlacementKey,
+    fit: Fit,
+) -> Option<()> {
     let mut placer = Placer {
-        heap: &mut heap,
+        heap,
         occupied: Vec::new(),
         fit,
     };
@@ -279,15 +297,7 @@ fn pack_in<W: Word>(
         }
         placer.place(item)?;
     }
-    for window in 0..windows.count {
-        place_window_before(&mut placer, window, None)?;
-    }
-
-    Some(Packing {
-        offsets: heap.offsets,
-        height: heap.height,
-        note: String::new(),
-    })
+    (0..windows.count).try_for_each(|window| place_window_before(&mut placer, window, None))
 }
 
 /// The windows of time that placement proceeds by (see the module documentation).
