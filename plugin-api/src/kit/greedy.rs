@@ -103,11 +103,12 @@ const WINDOW_POINTS: u32 = 4096;
 /// cross it come between its own in placement order (four buffers live throughout make
 /// five stretches for every window), and by the next stretch its lists have left the cache:
 /// read at random they cost a memory latency per line, read in order a fraction of that.
-const WARM_FROM: usize = 64;
+const WARM_FROM: usize = 16;
 
-/// Warming reads at most this many list entries per placement it serves: a placement reads
-/// a few entries at random, a cache line holds 8, so warming stays a fraction of the work.
-const WARM_PER_PLACEMENT: usize = 16;
+/// Warming reads at most this many list entries (16 cache lines of 32-bit entries) per
+/// placement it serves: streamed, that costs about what one cache miss does, and a
+/// placement reads a few lines at random. It keeps warming linear in the placements.
+const WARM_PER_PLACEMENT: usize = 128;
 
 /// Levels of the tree, from the leaves up, that warming reads: the levels above hold few
 /// nodes, read by every placement, and stay in cache.
