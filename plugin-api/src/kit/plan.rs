@@ -391,10 +391,15 @@ impl<'a> KitState<'a> {
         tensors: Vec<u32>,
         packer: &dyn Packer,
     ) -> Result<PackedArena, PlanError> {
+        // The arena's alignment is the largest of the memory's and its tensors'.
+        let mut alignment = self.request.memories[memory as usize]
+            .arena_alignment
+            .max(1);
         let buffers: Vec<Buffer> = tensors
             .iter()
             .map(|&index| {
                 let tensor = &self.request.tensors[index as usize];
+                alignment = alignment.max(tensor.alignment);
                 Buffer {
                     size: tensor.size,
                     alignment: tensor.alignment,
@@ -414,14 +419,7 @@ impl<'a> KitState<'a> {
                 ),
             ));
         }
-        let alignment = buffers
-            .iter()
-            .map(|b| b.alignment)
-            .fold(
-                self.request.memories[memory as usize].arena_alignment,
-                u64::max,
-            )
-            .max(1);
+        // Computed, not taken from the packer: the arena must hold every offset it gave.
         let height = buffers
             .iter()
             .zip(&packing.offsets)
