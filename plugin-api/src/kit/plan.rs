@@ -51,6 +51,7 @@ use super::bump::BumpPacker;
 use super::{Buffer, Packer};
 use crate::abi::{
     Allocation, Arena, ArenaRole, Binding, MemoryPlan, PlanError, PlanErrorKind, PlanRequest,
+    TensorRequest,
 };
 use crate::bounds::align_up;
 use crate::context::HostContext;
@@ -79,8 +80,8 @@ fn invalid(message: String) -> PlanError {
 struct Inventory {
     /// The tensors that take space (not aliases, not empty), by role, in tensor order.
     constant: Vec<u32>,
-    persistent: Vec<u32>,
-    scratch: Vec<u32>,
+    persistent: Placeables,
+    scratch: Placeables,
     /// Empty tensors (not aliases), bound without space.
     empty: Vec<u32>,
     /// Aliases, bound to their root's bytes.
@@ -90,28 +91,59 @@ struct Inventory {
     allocations: RVec<Allocation>,
 }
 
+/// The tensors of a role the kit spills between memories (persistent or scratch) that take
+/// space, in tensor order.
+#[derive(Default)]
+struct Placeables {
+    /// Tensors the request pins: to a memory, or at a fixed offset.
+    pinned: Vec<u32>,
+    /// Tensors free to go to any memory.
+    free: Vec<u32>,
+    /// The buffers of `free`, one each, built in the same pass: when they all go to one
+    /// arena (the usual case) the packer gets these without another pass over the request.
+    free_buffers: Vec<Buffer>,
+}
+
+impl Placeables {
+    fn with_capacity(tensors: usize) -> Placeables {
+        Placeables {
+            pinned: Vec::new(),
+            free: Vec::with_capacity(tensors),
+            free_buffers: Vec::with_capacity(tensors),
+        }
+    }
+}
+
 impl Inventory {
     fn with_capacity(tensors: usize) -> Inventory {
         Inventory {
             // Room that is never written costs address space only.
             constant: Vec::with_capacity(tensors),
-            persistent: Vec::with_capacity(tensors),
-            scratch: Vec::with_capacity(tensors),
+            persistent: Placeables::with_capacity(tensors),
+            scratch: Placeables::with_capacity(tensors),
             empty: Vec::new(),
             aliases: Vec::new(),
             allocations: RVec::with_capacity(tensors),
         }
     }
 
-    /// Tensors (not aliases, not empty) of `role`, in tensor order; taken, as the caller
-    /// places them.
-    fn take(&mut self, role: ArenaRole) -> Vec<u32> {
-        let list = match role {
-            ArenaRole::Constant => &mut self.constant,
-            ArenaRole::Persistent => &mut self.persistent,
-            ArenaRole::Scratch => &mut self.scratch,
-        };
-        std::mem::take(list)
+    /// The persistent or scratch tensors to place; taken, as the caller places them.
+    fn take_placeables(&mut self, role: ArenaRole) -> Placeables {
+        match role {
+            ArenaRole::Persistent => std::mem::take(&mut self.persistent),
+            ArenaRole::Scratch => std::mem::take(&mut self.scratch),
+            ArenaRole::Constant => unreachable!("constants do not spill"),
+        }
+    }
+}
+
+/// The packer's view of `tensor`.
+fn buffer_of(tensor: &TensorRequest) -> Buffer {
+    Buffer {
+        size: tensor.size,
+        alignment: tensor.alignment,
+        lifetime: tensor.lifetime,
+        fixed_offset: tensor.fixed_offset.into_option(),
     }
 }
 
@@ -219,11 +251,23 @@ fn validate(request: &PlanRequest) -> Result<Inventory, PlanError> {
             }
         }
         let index = index as u32;
-        match tensor.kind.role() {
-            _ if tensor.size == 0 => inventory.empty.push(index),
-            ArenaRole::Constant => inventory.constant.push(index),
-            ArenaRole::Persistent => inventory.persistent.push(index),
-            ArenaRole::Scratch => inventory.scratch.push(index),
+        let placeables = match tensor.kind.role() {
+            _ if tensor.size == 0 => {
+                inventory.empty.push(index);
+                continue;
+            }
+            ArenaRole::Constant => {
+                inventory.constant.push(index);
+                continue;
+            }
+            ArenaRole::Persistent => &mut inventory.persistent,
+            ArenaRole::Scratch => &mut inventory.scratch,
+        };
+        if tensor.memory.is_none() && tensor.fixed_offset.is_none() {
+            placeables.free.push(index);
+            placeables.free_buffers.push(buffer_of(tensor));
+        } else {
+            placeables.pinned.push(index);
         }
     }
     Ok(inventory)
@@ -295,14 +339,14 @@ impl<'a> KitState<'a> {
 
     fn place_constants(&mut self) -> Result<(), PlanError> {
         let mut groups: BTreeMap<(u32, u32), Vec<u32>> = BTreeMap::new();
-        for index in self.inventory.take(ArenaRole::Constant) {
+        for index in std::mem::take(&mut self.inventory.constant) {
             let tensor = &self.request.tensors[index as usize];
             let destination = tensor.memory.unwrap();
             let source = tensor.source_memory.into_option().unwrap_or(destination);
             groups.entry((destination, source)).or_default().push(index);
         }
         for ((destination, source), tensors) in groups {
-            let packed = self.pack_arena(destination, tensors, &BumpPacker)?;
+            let packed = self.pack_arena(destination, tensors, None, &BumpPacker)?;
             if !self.fits(destination, packed.size) {
                 return Err(self.does_not_fit(ArenaRole::Constant, destination, packed.size));
             }
@@ -314,40 +358,41 @@ impl<'a> KitState<'a> {
     /// Places the tensors of `role` (persistent or scratch) with spill along the scratch
     /// order (see the module docs).
     fn place_with_spill(&mut self, role: ArenaRole, packer: &dyn Packer) -> Result<(), PlanError> {
+        let placeables = self.inventory.take_placeables(role);
         let mut pinned: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-        // The role's tensors, filtered in place down to those free to go anywhere.
-        let mut carried = self.inventory.take(role);
-        let mut free = 0;
-        for at in 0..carried.len() {
-            let index = carried[at];
-            let tensor = &self.request.tensors[index as usize];
-            let memory = match (tensor.memory.into_option(), tensor.fixed_offset.is_some()) {
-                (Some(memory), _) => memory,
-                (None, true) => self.first_scratch_memory(index)?,
-                (None, false) => {
-                    self.first_scratch_memory(index)?;
-                    carried[free] = index;
-                    free += 1;
-                    continue;
-                }
+        for index in placeables.pinned {
+            let memory = match self.request.tensors[index as usize].memory.into_option() {
+                Some(memory) => memory,
+                // At a fixed offset in no given memory: the first in the scratch order.
+                None => self.first_scratch_memory(index)?,
             };
             pinned.entry(memory).or_default().push(index);
         }
-        carried.truncate(free);
+        if let Some(&first) = placeables.free.first() {
+            self.first_scratch_memory(first)?;
+        }
+        let mut carried = placeables.free;
+        // The buffers of `carried` while it is still the free list `validate` made.
+        let mut carried_buffers = Some(placeables.free_buffers);
 
         let order = self.scratch_order.clone();
         for (position, &memory) in order.iter().enumerate() {
             let mut set = pinned.remove(&memory).unwrap_or_default();
+            // Buffers already built for `set`, when it is the free list as `validate` made it.
+            let mut set_buffers = None;
             if set.is_empty() {
                 // Usually every tensor: hand the list over rather than copy it.
                 std::mem::swap(&mut set, &mut carried);
+                set_buffers = carried_buffers.take();
             } else {
                 set.append(&mut carried);
+                set.sort_unstable();
+                carried_buffers = None;
             }
-            set.sort_unstable();
             let has_next = position + 1 < order.len();
             while !set.is_empty() {
-                let packed = self.pack_arena(memory, std::mem::take(&mut set), packer)?;
+                let tensors = std::mem::take(&mut set);
+                let packed = self.pack_arena(memory, tensors, set_buffers.take(), packer)?;
                 if self.fits(memory, packed.size) {
                     self.commit(role, memory, memory, packed);
                     break;
@@ -375,7 +420,7 @@ impl<'a> KitState<'a> {
             }
         }
         for (memory, tensors) in pinned {
-            let packed = self.pack_arena(memory, tensors, packer)?;
+            let packed = self.pack_arena(memory, tensors, None, packer)?;
             if !self.fits(memory, packed.size) {
                 return Err(self.does_not_fit(role, memory, packed.size));
             }
@@ -384,30 +429,32 @@ impl<'a> KitState<'a> {
         Ok(())
     }
 
-    /// Packs `tensors` (non-empty, not aliases) into one arena of `memory`.
+    /// Packs `tensors` (non-empty, not aliases; `buffers` their buffers when already built)
+    /// into one arena of `memory`.
     fn pack_arena(
         &self,
         memory: u32,
         tensors: Vec<u32>,
+        buffers: Option<Vec<Buffer>>,
         packer: &dyn Packer,
     ) -> Result<PackedArena, PlanError> {
+        let buffers = buffers.unwrap_or_else(|| {
+            let tensors_of_request = &self.request.tensors;
+            tensors
+                .iter()
+                .map(|&index| buffer_of(&tensors_of_request[index as usize]))
+                .collect()
+        });
+        debug_assert_eq!(buffers.len(), tensors.len());
         // The arena's alignment is the largest of the memory's and its tensors'.
-        let mut alignment = self.request.memories[memory as usize]
-            .arena_alignment
-            .max(1);
-        let buffers: Vec<Buffer> = tensors
+        let alignment = buffers
             .iter()
-            .map(|&index| {
-                let tensor = &self.request.tensors[index as usize];
-                alignment = alignment.max(tensor.alignment);
-                Buffer {
-                    size: tensor.size,
-                    alignment: tensor.alignment,
-                    lifetime: tensor.lifetime,
-                    fixed_offset: tensor.fixed_offset.into_option(),
-                }
-            })
-            .collect();
+            .map(|buffer| buffer.alignment)
+            .fold(
+                self.request.memories[memory as usize].arena_alignment,
+                u64::max,
+            )
+            .max(1);
         let packing = packer.pack(&buffers, self.context)?;
         if packing.offsets.len() != buffers.len() {
             return Err(PlanError::new(
