@@ -187,29 +187,32 @@ fn name_of<T: PartialEq>(choices: &[(&'static str, T)], value: T) -> &'static st
 /// Packs `buffers` greedily (see the module documentation). Deterministic: the same buffers
 /// in the same order always give the same offsets.
 pub fn pack_greedy(buffers: &[Buffer], order: Order, fit: Fit) -> Packing {
-    // The time index holds offsets in 32 bits while every end fits (always, in a
+    // The time index holds sizes and offsets in 32 bits while they fit (always, in a
     // microcontroller's memory): a packing that outgrows them starts over with 64.
-    let fixed_ends_fit = buffers.iter().all(|buffer| {
-        buffer
-            .fixed_offset
-            .is_none_or(|offset| u32::fits(offset.saturating_add(buffer.size)))
-    });
-    if fixed_ends_fit {
-        if let Some(packing) = pack_in::<u32>(buffers, order, fit, WINDOW_POINTS) {
-            return packing;
-        }
-    }
-    pack_in::<u64>(buffers, order, fit, WINDOW_POINTS).expect("every end fits in 64 bits")
+    pack_in::<u32>(buffers, order, fit, WINDOW_POINTS)
+        .or_else(|| pack_in::<u64>(buffers, order, fit, WINDOW_POINTS))
+        .expect("every end fits in 64 bits")
 }
 
-/// The greedy loop, with the time index storing byte offsets as `W`, over windows of
-/// `window_points` points; `None` when an end does not fit in `W`.
+/// The greedy loop, with the time index storing sizes and byte offsets as `W`, over
+/// windows of `window_points` points; `None` when a size, an alignment or an end does not
+/// fit in `W`.
 fn pack_in<W: Word>(
     buffers: &[Buffer],
     order: Order,
     fit: Fit,
     window_points: u32,
 ) -> Option<Packing> {
+    let fits = |buffer: &Buffer| {
+        W::fits(buffer.size)
+            && W::fits(buffer.alignment)
+            && buffer
+                .fixed_offset
+                .is_none_or(|offset| W::fits(offset.saturating_add(buffer.size)))
+    };
+    if !buffers.iter().all(fits) {
+        return None;
+    }
     let timeline = Timeline::new(buffers);
     let windows = Windows::new(timeline.points.len() as u32, window_points);
     let item_of = |index: u32| {
@@ -261,7 +264,7 @@ fn pack_in<W: Word>(
 fn place_by_windows<W: Word>(
     heap: &mut Heap<W>,
     windows: &Windows,
-    grouped: &[Item],
+    grouped: &[Item<W>],
     groups: &[usize],
     key: PlacementKey,
     fit: Fit,
@@ -275,23 +278,24 @@ fn place_by_windows<W: Word>(
     // Per window, the next of its buffers to place.
     let mut next: Vec<usize> = groups[..windows.count].to_vec();
     // Places window `window`'s buffers that come before `limit` in placement order.
-    let mut place_window_before = |placer: &mut Placer<W>, window: usize, limit: Option<&Item>| {
-        let waiting = &inside[next[window]..groups[window + 1]];
-        let count = match limit {
-            Some(limit) => waiting.partition_point(|item| key.of(item) < key.of(limit)),
-            None => waiting.len(),
+    let mut place_window_before =
+        |placer: &mut Placer<W>, window: usize, limit: Option<&Item<W>>| {
+            let waiting = &inside[next[window]..groups[window + 1]];
+            let count = match limit {
+                Some(limit) => waiting.partition_point(|item| key.of(item) < key.of(limit)),
+                None => waiting.len(),
+            };
+            if count >= WARM_FROM {
+                placer
+                    .heap
+                    .warm(windows.points(window), count * WARM_PER_PLACEMENT);
+            }
+            for item in &waiting[..count] {
+                placer.place(item)?;
+            }
+            next[window] += count;
+            Some(())
         };
-        if count >= WARM_FROM {
-            placer
-                .heap
-                .warm(windows.points(window), count * WARM_PER_PLACEMENT);
-        }
-        for item in &waiting[..count] {
-            placer.place(item)?;
-        }
-        next[window] += count;
-        Some(())
-    };
     for item in crossing {
         for window in windows.of(item.lo)..=windows.of(item.hi) {
             place_window_before(&mut placer, window, Some(item))?;
@@ -329,7 +333,7 @@ impl Windows {
 
     /// `item`'s group: its window when its span lies inside one, `count` when it crosses a
     /// window boundary.
-    fn group_of(&self, item: &Item) -> usize {
+    fn group_of<W: Word>(&self, item: &Item<W>) -> usize {
         match self.of(item.lo) {
             window if window == self.of(item.hi) => window,
             _ => self.count,
@@ -339,7 +343,7 @@ impl Windows {
     /// Sorts each group of `grouped` (bounds `groups`) by `key` on its own: a group is small
     /// enough to stay in cache, so the sorting costs about the same per buffer at a million
     /// buffers as at a thousand.
-    fn sort_groups(&self, grouped: &mut [Item], groups: &[usize], key: PlacementKey) {
+    fn sort_groups<W: Word>(&self, grouped: &mut [Item<W>], groups: &[usize], key: PlacementKey) {
         // Working room for the largest group's sort.
         let largest = groups.windows(2).map(|group| group[1] - group[0]).max();
         let mut spare = vec![Item::default(); largest.unwrap_or(0)];
@@ -360,11 +364,11 @@ struct Placer<'a, W> {
 
 impl<W: Word> Placer<'_, W> {
     /// Places `item` in the gap [`choose_gap`] picks; `None` when its end does not fit in `W`.
-    fn place(&mut self, item: &Item) -> Option<()> {
+    fn place(&mut self, item: &Item<W>) -> Option<()> {
         self.heap.collect_overlapping(item, &mut self.occupied);
         self.occupied.sort_unstable_by_key(|bytes| bytes.offset);
         let ranges = self.occupied.iter().map(|bytes| bytes.widen());
-        let offset = choose_gap(ranges, item.size, item.alignment, self.fit);
+        let offset = choose_gap(ranges, item.size(), item.alignment(), self.fit);
         self.heap.place(item, offset)
     }
 }
@@ -372,9 +376,9 @@ impl<W: Word> Placer<'_, W> {
 /// What sorting and placing one buffer need, in one record, so that placement reads the
 /// records of a window one after the other instead of reaching into several arrays.
 #[derive(Clone, Copy, Debug, Default)]
-struct Item {
-    size: u64,
-    alignment: u64,
+struct Item<W> {
+    size: W,
+    alignment: W,
     index: u32,
     /// Duration in steps (for the orders).
     duration: u32,
@@ -383,16 +387,25 @@ struct Item {
     hi: u32,
 }
 
-impl Item {
-    fn new(index: usize, buffer: &Buffer, (lo, hi): (u32, u32)) -> Item {
+impl<W: Word> Item<W> {
+    /// The record of `buffer`, whose size and alignment fit in `W`.
+    fn new(index: usize, buffer: &Buffer, (lo, hi): (u32, u32)) -> Item<W> {
         Item {
-            size: buffer.size,
-            alignment: buffer.alignment,
+            size: W::narrow(buffer.size),
+            alignment: W::narrow(buffer.alignment),
             index: index as u32,
             duration: buffer.lifetime.duration(),
             lo,
             hi,
         }
+    }
+
+    fn size(&self) -> u64 {
+        self.size.widen()
+    }
+
+    fn alignment(&self) -> u64 {
+        self.alignment.widen()
     }
 
     fn is_short(&self) -> bool {
@@ -409,8 +422,8 @@ impl Item {
     }
 }
 
-/// The integer the time index stores byte offsets in: `u32` while every end fits, which
-/// halves the memory placements read at random, else `u64`.
+/// The integer the records and the time index store sizes and byte offsets in: `u32` while
+/// they fit, which halves the memory placement reads, else `u64`.
 trait Word: Copy + Default + Ord + std::fmt::Debug {
     fn fits(value: u64) -> bool;
     /// `value`, which the caller has checked [`Word::fits`].
@@ -509,7 +522,7 @@ impl HeapRoom {
         }
     }
 
-    fn count(&mut self, item: &Item) {
+    fn count<W: Word>(&mut self, item: &Item<W>) {
         for point in item.listed_at() {
             self.per_point[point as usize] += 1;
         }
@@ -543,14 +556,14 @@ impl<W: Word> Heap<W> {
     }
 
     /// Places `item` at `offset`; `None` when its end does not fit in `W`.
-    fn place(&mut self, item: &Item, offset: u64) -> Option<()> {
-        let end = offset + item.size;
+    fn place(&mut self, item: &Item<W>, offset: u64) -> Option<()> {
+        let end = offset + item.size();
         if !W::fits(end) {
             return None;
         }
         self.offsets[item.index as usize] = offset;
         self.height = self.height.max(end);
-        if item.size == 0 {
+        if item.size() == 0 {
             // Occupies no byte, so overlaps nothing: recording it would only split gaps.
             return Some(());
         }
@@ -589,7 +602,7 @@ impl<W: Word> Heap<W> {
 
     /// Replaces `occupied` with the byte ranges of the placed buffers whose lifetimes overlap
     /// `item`'s (the two sources of the module documentation).
-    fn collect_overlapping(&self, item: &Item, occupied: &mut Vec<Bytes<W>>) {
+    fn collect_overlapping(&self, item: &Item<W>, occupied: &mut Vec<Bytes<W>>) {
         occupied.clear();
         let (lo, hi) = (item.lo, item.hi);
         let lists = self.points.runs(lo as usize..=hi as usize);
@@ -647,8 +660,8 @@ impl PlacementKey {
 
     /// The key of `item`, as a 192-bit number (high word first) compared as a tuple:
     /// "larger first" fields are stored complemented.
-    fn of(self, item: &Item) -> (u128, u64) {
-        let (size, duration, index) = (item.size, item.duration, item.index);
+    fn of<W: Word>(self, item: &Item<W>) -> (u128, u64) {
+        let (size, duration, index) = (item.size(), item.duration, item.index);
         let wide = |high: u64, low: u64| (u128::from(high) << 64) | u128::from(low);
         let pair = |high: u32, low: u32| (u64::from(high) << 32) | u64::from(low);
         match self {
@@ -1053,11 +1066,11 @@ mod tests {
 
     /// Indices of the buffers without a fixed offset in placement order.
     fn order_of(buffers: &[Buffer], order: Order, fit: Fit) -> Vec<u32> {
-        let mut queue: Vec<Item> = buffers
+        let mut queue: Vec<Item<u64>> = buffers
             .iter()
             .enumerate()
             .filter(|(_, b)| b.fixed_offset.is_none())
-            .map(|(index, b)| Item::new(index, b, (0, 0)))
+            .map(|(index, b)| Item::<u64>::new(index, b, (0, 0)))
             .collect();
         let key = PlacementKey::for_order(order, fit);
         let mut spare = queue.clone();
