@@ -1057,6 +1057,20 @@ mod tests {
     }
 
     #[test]
+    fn nothing_to_pack_packs_to_nothing() {
+        for (_, fit) in Fit::ALL {
+            let packing = pack_greedy(&[], Order::Size, fit);
+            assert!(packing.offsets.is_empty());
+            assert_eq!(packing.height, 0);
+        }
+        let fixed_only = [Buffer {
+            fixed_offset: Some(32),
+            ..buffer(8, 3, 9)
+        }];
+        assert_eq!(pack_greedy(&fixed_only, Order::Size, Fit::Best).height, 40);
+    }
+
+    #[test]
     fn buffers_disjoint_in_time_share_bytes() {
         let buffers = vec![buffer(64, 0, 1), buffer(64, 2, 3), buffer(64, 4, 4)];
         let packing = pack_greedy(&buffers, Order::Size, Fit::Best);
