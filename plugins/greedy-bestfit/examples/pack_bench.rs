@@ -19,10 +19,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use memplan_planner_greedy_bestfit::corpus::{
-    minimalloc_csv, model_like_trace, read_buffers, single_memory_request,
+    aligned_lower_bound, minimalloc_csv, model_like_trace, read_buffers, single_memory_request,
 };
 use memplan_planner_greedy_bestfit::GreedyBestFit;
-use memplan_plugin_api::bounds::{align_up, lower_bound};
 use memplan_plugin_api::kit::Buffer;
 use memplan_plugin_api::{HostContext, MemoryPlan, PlanRequest, Planner};
 
@@ -97,11 +96,7 @@ fn print_row(name: &str, buffers: &[Buffer], options: &str, timings: &Timings) {
         .map(|a| a.offset + a.size)
         .max()
         .unwrap_or(0);
-    let bound = lower_bound(
-        buffers
-            .iter()
-            .map(|b| (align_up(b.size, b.alignment), b.lifetime)),
-    );
+    let bound = aligned_lower_bound(buffers);
     let (wall, cpu) = timings.medians();
     println!(
         "{name:<46} {options:<16} {:>9} {height:>10} {bound:>10} {:>7.4} {:>10.2} {:>10.2}",

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use memplan_plugin_api::abi_stable::std_types::{RString, RVec};
-use memplan_plugin_api::bounds::align_up;
+use memplan_plugin_api::bounds::{align_up, lower_bound};
 use memplan_plugin_api::kit::testing::{memory, tensor, SplitMix64};
 use memplan_plugin_api::kit::Buffer;
 use memplan_plugin_api::{Lifetime, PlanRequest, TensorKind, TensorRequest};
@@ -130,6 +130,16 @@ pub fn minimalloc_csv(buffers: &[Buffer]) -> String {
         text.push_str(&line);
     }
     text
+}
+
+/// The lower bound of one arena holding `buffers`, each size rounded to its alignment (the
+/// figure `memplan bench` prints beside a height).
+pub fn aligned_lower_bound(buffers: &[Buffer]) -> u64 {
+    lower_bound(
+        buffers
+            .iter()
+            .map(|b| (align_up(b.size, b.alignment), b.lifetime)),
+    )
 }
 
 /// `$MEMPLAN_CORPUS/sub`, when `MEMPLAN_CORPUS` is set (panics if it is set but the folder is

@@ -2,9 +2,8 @@
 //! figures with `{"fit":"first"}`, and the MiniMalloc challenge instances within 1.45x of the
 //! lower bound with the default best fit.
 
-use memplan_planner_greedy_bestfit::corpus::{corpus_dir, read_buffers};
+use memplan_planner_greedy_bestfit::corpus::{aligned_lower_bound, corpus_dir, read_buffers};
 use memplan_planner_greedy_bestfit::GreedyPacker;
-use memplan_plugin_api::bounds::{align_up, lower_bound};
 use memplan_plugin_api::kit::testing::assert_valid_packing;
 use memplan_plugin_api::kit::{Buffer, Packer};
 use memplan_plugin_api::HostContext;
@@ -16,14 +15,6 @@ fn pack(buffers: &[Buffer], options: &str) -> u64 {
         .unwrap();
     assert_valid_packing(buffers, &packing);
     packing.height
-}
-
-fn bound(buffers: &[Buffer]) -> u64 {
-    lower_bound(
-        buffers
-            .iter()
-            .map(|b| (align_up(b.size, b.alignment), b.lifetime)),
-    )
 }
 
 #[test]
@@ -61,7 +52,7 @@ fn best_fit_is_within_1_45_of_the_lower_bound_on_minimalloc_instances() {
     );
     for path in files {
         let buffers = read_buffers(&path);
-        let (height, bound) = (pack(&buffers, "{}"), bound(&buffers));
+        let (height, bound) = (pack(&buffers, "{}"), aligned_lower_bound(&buffers));
         assert!(
             height as f64 <= 1.45 * bound as f64,
             "{}: height {height} > 1.45 x lower bound {bound}",
