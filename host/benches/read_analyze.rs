@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use memplan::analyze::analyze;
 use memplan::input::{read_model, Constraints, Rules, Target};
+use memplan_plugin_api::kit::testing::thread_cpu_time;
 
 const RUNS: usize = 5;
 
@@ -69,15 +70,6 @@ fn generate(tensor_count: usize, reversed: bool) -> String {
     json
 }
 
-/// CPU time of this thread so far (Linux `/proc/thread-self/schedstat`, nanoseconds), or
-/// `None` elsewhere. The machine the benchmark runs on may be shared: CPU time is the steadier
-/// figure, wall time is printed beside it.
-fn cpu_time() -> Option<Duration> {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let nanos: u64 = text.split_whitespace().next()?.parse().ok()?;
-    Some(Duration::from_nanos(nanos))
-}
-
 /// Wall and CPU time of one run.
 #[derive(Clone, Copy)]
 struct Timing {
@@ -87,10 +79,12 @@ struct Timing {
 
 impl Timing {
     fn measure<T>(run: impl FnOnce() -> T) -> (Timing, T) {
-        let (start, cpu_start) = (Instant::now(), cpu_time());
+        let (start, cpu_start) = (Instant::now(), thread_cpu_time());
         let value = run();
         let wall = start.elapsed();
-        let cpu = cpu_time().zip(cpu_start).map(|(end, start)| end - start);
+        let cpu = thread_cpu_time()
+            .zip(cpu_start)
+            .map(|(end, start)| end - start);
         (Timing { wall, cpu }, value)
     }
 

@@ -61,6 +61,15 @@ impl SplitMix64 {
     }
 }
 
+/// CPU time this thread has run for (Linux `/proc/thread-self/schedstat`), `None`
+/// elsewhere. For benchmarks on a shared machine: wall time includes waiting for a core, CPU
+/// time does not.
+pub fn thread_cpu_time() -> Option<std::time::Duration> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let nanos: u64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(std::time::Duration::from_nanos(nanos))
+}
+
 /// A buffer of `size` bytes, alignment 1, live over the inclusive steps `first..=last`.
 pub fn buffer(size: u64, first: u32, last: u32) -> Buffer {
     Buffer {

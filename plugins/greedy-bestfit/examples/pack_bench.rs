@@ -22,6 +22,7 @@ use memplan_planner_greedy_bestfit::corpus::{
     aligned_lower_bound, minimalloc_csv, model_like_trace, read_buffers, single_memory_request,
 };
 use memplan_planner_greedy_bestfit::GreedyBestFit;
+use memplan_plugin_api::kit::testing::thread_cpu_time;
 use memplan_plugin_api::kit::Buffer;
 use memplan_plugin_api::{HostContext, MemoryPlan, PlanRequest, Planner};
 
@@ -30,14 +31,6 @@ const GENERATED: [(&str, usize); 2] = [
     ("model_like_100k.csv", 100_000),
     ("model_like_1m.csv", 1_000_000),
 ];
-
-/// CPU time this thread has run for (Linux `schedstat`), `None` elsewhere. On a loaded
-/// machine wall time includes waiting for a core; CPU time does not.
-fn thread_cpu_time() -> Option<Duration> {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let nanos: u64 = text.split_whitespace().next()?.parse().ok()?;
-    Some(Duration::from_nanos(nanos))
-}
 
 /// Wall and CPU times of planning one request, run after run; checks every run gives the
 /// same plan.
