@@ -28,7 +28,7 @@ pub fn pack_bump(buffers: &[Buffer]) -> Packing {
     // Fixed slots as (offset, end), ascending.
     let mut fixed: Vec<(u64, u64)> = buffers
         .iter()
-        .filter_map(|b| b.fixed_offset.map(|offset| (offset, offset + b.size)))
+        .filter_map(|b| b.fixed_offset.get().map(|offset| (offset, offset + b.size)))
         .collect();
     fixed.sort_unstable();
 
@@ -38,7 +38,7 @@ pub fn pack_bump(buffers: &[Buffer]) -> Packing {
     // Fixed slots before `next_fixed` end at or below the cursor: no later buffer can hit them.
     let mut next_fixed = 0usize;
     for buffer in buffers {
-        if let Some(offset) = buffer.fixed_offset {
+        if let Some(offset) = buffer.fixed_offset.get() {
             offsets.push(offset);
             continue;
         }
@@ -72,6 +72,7 @@ pub fn pack_bump(buffers: &[Buffer]) -> Packing {
 mod tests {
     use super::*;
     use crate::kit::testing::{assert_valid_packing, buffer};
+    use crate::kit::FixedOffset;
 
     #[test]
     fn buffers_follow_one_another_aligned() {
@@ -94,13 +95,13 @@ mod tests {
         let buffers = vec![
             buffer(10, 0, 0),
             Buffer {
-                fixed_offset: Some(12),
+                fixed_offset: FixedOffset::at(12),
                 ..buffer(8, 0, 0)
             },
             buffer(4, 0, 0),
             buffer(4, 0, 0),
             Buffer {
-                fixed_offset: Some(40),
+                fixed_offset: FixedOffset::at(40),
                 ..buffer(4, 0, 0)
             },
         ];

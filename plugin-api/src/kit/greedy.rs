@@ -208,6 +208,7 @@ fn pack_in<W: Word>(
             && W::fits(buffer.alignment)
             && buffer
                 .fixed_offset
+                .get()
                 .is_none_or(|offset| W::fits(offset.saturating_add(buffer.size)))
     };
     if !buffers.iter().all(fits) {
@@ -239,7 +240,7 @@ fn pack_in<W: Word>(
     let mut grouped = vec![Item::default(); groups[windows.count + 1]];
     for (index, buffer) in buffers.iter().enumerate() {
         let item = item_of(index as u32);
-        match buffer.fixed_offset {
+        match buffer.fixed_offset.get() {
             Some(offset) => heap.place(&item, offset)?,
             None => {
                 let at = &mut next[windows.group_of(&item)];
@@ -249,7 +250,7 @@ fn pack_in<W: Word>(
         }
     }
     let key = PlacementKey::for_order(order, fit);
-    windows.sort_groups(&mut grouped, &groups, key);
+    sort_groups(&mut grouped, &groups, key);
     place_by_windows(&mut heap, &windows, &grouped, &groups, key, fit)?;
     Some(Packing {
         offsets: heap.offsets,
@@ -339,18 +340,21 @@ impl Windows {
             _ => self.count,
         }
     }
+}
 
-    /// Sorts each group of `grouped` (bounds `groups`) by `key` on its own: a group is small
-    /// enough to stay in cache, so the sorting costs about the same per buffer at a million
-    /// buffers as at a thousand.
-    fn sort_groups<W: Word>(&self, grouped: &mut [Item<W>], groups: &[usize], key: PlacementKey) {
-        // Working room for the largest group's sort.
-        let largest = groups.windows(2).map(|group| group[1] - group[0]).max();
-        let mut spare = vec![Item::default(); largest.unwrap_or(0)];
-        for group in groups.windows(2) {
-            let group = &mut grouped[group[0]..group[1]];
-            radix_sort(group, &mut spare[..group.len()], |item| key.of(item));
-        }
+/// Sorts each group of `grouped` (bounds `groups`) by `key` on its own: a group is small
+/// enough to stay in cache, so the sorting costs about the same per buffer at a million
+/// buffers as at a thousand.
+fn sort_groups<W: Word>(grouped: &mut [Item<W>], groups: &[usize], key: PlacementKey) {
+    // One working room, for the largest group, for every group's sort: allocating per group
+    // (hundreds of times at a million buffers) cost more than the sorting once the
+    // allocator's free lists are long.
+    let largest = groups.windows(2).map(|group| group[1] - group[0]).max();
+    let mut room = RadixRoom::new(largest.unwrap_or(0));
+    for group in groups.windows(2) {
+        radix_sort(&mut grouped[group[0]..group[1]], &mut room, |item| {
+            key.of(item)
+        });
     }
 }
 
@@ -685,12 +689,31 @@ impl PlacementKey {
     }
 }
 
-/// Sorts `items` by `key` (every key distinct), with `spare` (as long as `items`) as working
-/// room: a least-significant-digit radix sort over the 24 key bytes that skips the bytes on
-/// which all keys agree (most of them, for real sizes, durations and indices). O(n) per byte
-/// sorted, sequential reads and 256 streams of writes; small inputs use a comparison sort.
-fn radix_sort<T: Copy>(items: &mut [T], spare: &mut [T], key: impl Fn(&T) -> (u128, u64)) {
-    const BYTES: usize = 24;
+/// Bytes in a [`PlacementKey`] value: a `u128` and a `u64`.
+const KEY_BYTES: usize = 24;
+
+/// Working room for [`radix_sort`]ing up to `spare.len()` items, reused from sort to sort.
+struct RadixRoom<T> {
+    spare: Vec<T>,
+    /// Per key byte, how many items have each value.
+    counts: Box<[[u32; 256]; KEY_BYTES]>,
+}
+
+impl<T: Copy + Default> RadixRoom<T> {
+    fn new(capacity: usize) -> RadixRoom<T> {
+        RadixRoom {
+            spare: vec![T::default(); capacity],
+            counts: Box::new([[0; 256]; KEY_BYTES]),
+        }
+    }
+}
+
+/// Sorts `items` by `key` (every key distinct), with `room` (for at least `items.len()`
+/// items) as working room: a least-significant-digit radix sort over the 24 key bytes that
+/// skips the bytes on which all keys agree (most of them, for real sizes, durations and
+/// indices). O(n) per byte sorted, sequential reads and 256 streams of writes; small inputs
+/// use a comparison sort.
+fn radix_sort<T: Copy>(items: &mut [T], room: &mut RadixRoom<T>, key: impl Fn(&T) -> (u128, u64)) {
     if items.len() <= 64 {
         items.sort_unstable_by_key(&key);
         return;
@@ -703,7 +726,11 @@ fn radix_sort<T: Copy>(items: &mut [T], spare: &mut [T], key: impl Fn(&T) -> (u1
         };
         (bits & 0xff) as usize
     };
-    let mut counts = vec![[0u32; 256]; BYTES];
+    let spare = &mut room.spare[..items.len()];
+    let counts = &mut *room.counts;
+    for count in counts.iter_mut() {
+        count.fill(0);
+    }
     for item in items.iter() {
         let key = key(item);
         for (position, count) in counts.iter_mut().enumerate() {
@@ -979,6 +1006,7 @@ mod tests {
     use super::*;
     use crate::abi::Lifetime;
     use crate::kit::testing::{assert_valid_packing, buffer};
+    use crate::kit::FixedOffset;
 
     /// TFLite Micro's `greedy_medium` test trace: sizes with inclusive lifetimes.
     fn greedy_medium() -> Vec<Buffer> {
@@ -1020,11 +1048,11 @@ mod tests {
         // Two long-lived walls leave a 100-byte gap at 0 and a 40-byte gap at 200.
         let buffers = vec![
             Buffer {
-                fixed_offset: Some(100),
+                fixed_offset: FixedOffset::at(100),
                 ..buffer(100, 0, 9)
             },
             Buffer {
-                fixed_offset: Some(240),
+                fixed_offset: FixedOffset::at(240),
                 ..buffer(10, 0, 9)
             },
             buffer(30, 2, 3),
@@ -1064,7 +1092,7 @@ mod tests {
             assert_eq!(packing.height, 0);
         }
         let fixed_only = [Buffer {
-            fixed_offset: Some(32),
+            fixed_offset: FixedOffset::at(32),
             ..buffer(8, 3, 9)
         }];
         assert_eq!(pack_greedy(&fixed_only, Order::Size, Fit::Best).height, 40);
@@ -1087,8 +1115,8 @@ mod tests {
             .map(|(index, b)| Item::<u64>::new(index, b, (0, 0)))
             .collect();
         let key = PlacementKey::for_order(order, fit);
-        let mut spare = queue.clone();
-        radix_sort(&mut queue, &mut spare, |item| key.of(item));
+        let mut room = RadixRoom::new(queue.len());
+        radix_sort(&mut queue, &mut room, |item| key.of(item));
         queue.iter().map(|item| item.index).collect()
     }
 
@@ -1148,7 +1176,7 @@ mod tests {
                     size,
                     alignment: 1,
                     lifetime: Lifetime::new(first, first.saturating_add(duration)),
-                    fixed_offset: (i % 97 == 0).then_some(i),
+                    fixed_offset: (i % 97 == 0).then_some(i).into(),
                 }
             })
             .collect();
@@ -1165,7 +1193,7 @@ mod tests {
 
     /// The same greedy packing with the overlapping buffers found by brute force.
     fn pack_by_brute_force(buffers: &[Buffer], order: Order, fit: Fit) -> Vec<u64> {
-        let mut placed: Vec<Option<u64>> = buffers.iter().map(|b| b.fixed_offset).collect();
+        let mut placed: Vec<Option<u64>> = buffers.iter().map(|b| b.fixed_offset.get()).collect();
         for index in reference_order(buffers, order, fit) {
             let own = &buffers[index as usize];
             let mut occupied: Vec<(u64, u64)> = (0..buffers.len())
@@ -1194,13 +1222,13 @@ mod tests {
                     size: u64::from(i * 7919 % 113 + 1),
                     alignment: 1 << (i % 3),
                     lifetime: Lifetime::new(first, first + duration),
-                    fixed_offset: None,
+                    fixed_offset: FixedOffset::NONE,
                 }
             })
             .collect();
         buffers.push(buffer(50, 0, 400));
         buffers.push(Buffer {
-            fixed_offset: Some(1000),
+            fixed_offset: FixedOffset::at(1000),
             ..buffer(64, 30, 90)
         });
         // The same buffers scaled past 4 GiB, so that the index stores 64-bit offsets.
@@ -1209,7 +1237,7 @@ mod tests {
             .map(|b| Buffer {
                 size: b.size << 28,
                 alignment: b.alignment << 28,
-                fixed_offset: b.fixed_offset.map(|offset| offset << 28),
+                fixed_offset: b.fixed_offset.get().map(|offset| offset << 28).into(),
                 ..*b
             })
             .collect();
@@ -1249,7 +1277,7 @@ mod tests {
             assert_eq!(packing.height, size + 10);
         }
         let fixed = Buffer {
-            fixed_offset: Some(top),
+            fixed_offset: FixedOffset::at(top),
             ..buffer(1, 0, 1)
         };
         let packing = pack_greedy(&[fixed, buffer(4, 0, 1)], Order::Size, Fit::Best);
@@ -1345,7 +1373,7 @@ mod tests {
                 size: u64::from(i * 7919 % 97 + 1),
                 alignment: 1 << (i % 4),
                 lifetime: Lifetime::new(i % 23, i % 23 + i % 5),
-                fixed_offset: None,
+                fixed_offset: FixedOffset::NONE,
             })
             .collect();
         let first = pack_greedy(&buffers, Order::Size, Fit::Best);

@@ -30,6 +30,10 @@ use crate::abi::{Lifetime, PlanError};
 use crate::context::HostContext;
 
 /// One buffer to place in an arena.
+///
+/// 32 bytes: a million-tensor request hands its packer a million of them, and below 32 MiB
+/// the allocator reuses the memory of the previous plan instead of mapping (and faulting in)
+/// fresh pages on every call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Buffer {
     /// Bytes; never 0 (the kit binds empty tensors without asking the packer).
@@ -38,8 +42,68 @@ pub struct Buffer {
     pub alignment: u64,
     /// Inclusive lifetime.
     pub lifetime: Lifetime,
-    /// An offset the packer must use as it is.
-    pub fixed_offset: Option<u64>,
+    /// An offset the packer must use as it is, if any.
+    pub fixed_offset: FixedOffset,
+}
+
+const _: () = assert!(std::mem::size_of::<Buffer>() == 32);
+
+/// An optional fixed offset in 8 bytes (an `Option<u64>` takes 16).
+///
+/// Invariant: `u64::MAX` means none. It cannot be a real fixed offset: a buffer has at least
+/// one byte, so one placed there would end past 64 bits (the kit rejects fixed offsets whose
+/// end overflows before any packer runs).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FixedOffset(u64);
+
+impl FixedOffset {
+    /// No fixed offset: the packer chooses.
+    pub const NONE: FixedOffset = FixedOffset(u64::MAX);
+
+    /// The fixed offset `offset`.
+    ///
+    /// # Panics
+    /// When `offset` is `u64::MAX`, where no buffer fits.
+    pub fn at(offset: u64) -> FixedOffset {
+        assert!(
+            offset != u64::MAX,
+            "a buffer fixed at offset u64::MAX would end past 64 bits"
+        );
+        FixedOffset(offset)
+    }
+
+    /// The offset, or `None` when the packer chooses.
+    pub fn get(self) -> Option<u64> {
+        (self.0 != u64::MAX).then_some(self.0)
+    }
+
+    pub fn is_none(self) -> bool {
+        self.0 == u64::MAX
+    }
+
+    pub fn is_some(self) -> bool {
+        !self.is_none()
+    }
+}
+
+impl Default for FixedOffset {
+    fn default() -> FixedOffset {
+        FixedOffset::NONE
+    }
+}
+
+impl From<Option<u64>> for FixedOffset {
+    /// # Panics
+    /// On `Some(u64::MAX)`, like [`FixedOffset::at`].
+    fn from(offset: Option<u64>) -> FixedOffset {
+        offset.map_or(FixedOffset::NONE, FixedOffset::at)
+    }
+}
+
+impl std::fmt::Debug for FixedOffset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
+    }
 }
 
 /// A packer's answer: an offset per buffer, in the order the buffers were given.

@@ -143,7 +143,7 @@ fn buffer_of(tensor: &TensorRequest) -> Buffer {
         size: tensor.size,
         alignment: tensor.alignment,
         lifetime: tensor.lifetime,
-        fixed_offset: tensor.fixed_offset.into_option(),
+        fixed_offset: tensor.fixed_offset.into_option().into(),
     }
 }
 
@@ -189,6 +189,16 @@ fn validate(request: &PlanRequest) -> Result<Inventory, PlanError> {
                 "tensor {id}: alignment {} is not a power of two",
                 tensor.alignment
             )));
+        }
+        if let Some(offset) = tensor.fixed_offset.into_option() {
+            // Packers add sizes to fixed offsets (and `FixedOffset` can then keep u64::MAX
+            // for "none").
+            if offset.checked_add(tensor.size).is_none() {
+                return Err(invalid(format!(
+                    "tensor {id}: fixed offset {offset} plus its {} bytes ends past 64 bits",
+                    tensor.size
+                )));
+            }
         }
         if tensor.lifetime.first > tensor.lifetime.last {
             return Err(invalid(format!(
@@ -742,6 +752,21 @@ mod tests {
         assert_eq!(binding(&plan, 1).offset, 64);
         assert_eq!(binding(&plan, 1).memory, 0);
         assert_eq!(arena(&plan, ArenaRole::Scratch, 0).unwrap().size, 96);
+    }
+
+    #[test]
+    fn a_fixed_offset_whose_end_overflows_is_an_invalid_request() {
+        let mut fixed = scratch("fixed", 32, 0, 3);
+        fixed.fixed_offset = ROption::RSome(u64::MAX - 31);
+        let error = plan(&request(three_memories(1024), vec![fixed])).unwrap_err();
+        assert_eq!(error.kind, PlanErrorKind::InvalidRequest);
+        assert!(
+            error
+                .message
+                .contains("tensor fixed: fixed offset 18446744073709551584 plus its 32 bytes"),
+            "{}",
+            error.message
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use abi_stable::std_types::{ROption, RString};
 
-use super::{Buffer, Packing};
+use super::{Buffer, FixedOffset, Packing};
 use crate::abi::{
     Allocation, ArenaRole, Binding, Lifetime, MemoryPlan, MemoryRequest, PlanRequest, TensorKind,
     TensorRequest,
@@ -76,7 +76,7 @@ pub fn buffer(size: u64, first: u32, last: u32) -> Buffer {
         size,
         alignment: 1,
         lifetime: Lifetime::new(first, last),
-        fixed_offset: None,
+        fixed_offset: FixedOffset::NONE,
     }
 }
 
@@ -146,7 +146,7 @@ pub fn packing_violations(buffers: &[Buffer], packing: &Packing) -> Vec<String> 
                 buffer.alignment
             ));
         }
-        if let Some(fixed) = buffer.fixed_offset {
+        if let Some(fixed) = buffer.fixed_offset.get() {
             if fixed != offset {
                 violations.push(format!(
                     "buffer {index} moved from fixed {fixed} to {offset}"
@@ -406,7 +406,7 @@ mod tests {
                 ..buffer(8, 0, 0)
             },
             Buffer {
-                fixed_offset: Some(32),
+                fixed_offset: FixedOffset::at(32),
                 ..buffer(8, 0, 0)
             },
         ];

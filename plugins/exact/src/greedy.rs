@@ -17,7 +17,7 @@ pub fn greedy(component: &Component) -> Vec<u64> {
             size: item.size,
             alignment: item.align,
             lifetime: Lifetime::new(item.start as u32, item.end as u32),
-            fixed_offset: item.fixed,
+            fixed_offset: item.fixed.into(),
         })
         .collect();
     let mut best: Option<(u64, Vec<u64>)> = None;

@@ -136,7 +136,7 @@ pub fn read_minimalloc_csv(text: &str) -> Result<Vec<Buffer>, String> {
                 size: field(size)?,
                 alignment: alignment.map(field).transpose()?.unwrap_or(1).max(1),
                 lifetime: Lifetime::new(first as u32, (end - 1) as u32),
-                fixed_offset: offset.map(field).transpose()?,
+                fixed_offset: offset.map(field).transpose()?.into(),
             })
         })
         .collect()

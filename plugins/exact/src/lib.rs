@@ -183,12 +183,13 @@ impl Packer for ExactPacker {
             note: String::new(),
         };
         for &index in &problem.empty {
-            packing.offsets[index] = buffers[index].fixed_offset.unwrap_or(0);
+            packing.offsets[index] = buffers[index].fixed_offset.get().unwrap_or(0);
         }
         for (component, offsets) in problem.components.iter().zip(&offsets) {
             for (item, offset) in component.items.iter().zip(offsets) {
                 packing.offsets[item.buffer] = buffers[item.buffer]
                     .fixed_offset
+                    .get()
                     .unwrap_or(offset * problem.unit);
             }
         }
@@ -402,6 +403,7 @@ pub fn improve(
 mod tests {
     use super::*;
     use instances::buffer;
+    use memplan_plugin_api::kit::FixedOffset;
 
     /// Panics unless the packing is valid for `buffers`: time-overlapping buffers disjoint in
     /// bytes, offsets aligned, fixed offsets kept, height the highest top.
@@ -409,7 +411,7 @@ mod tests {
         assert_eq!(packing.offsets.len(), buffers.len());
         for (index, (buffer, &offset)) in buffers.iter().zip(&packing.offsets).enumerate() {
             assert_eq!(offset % buffer.alignment, 0, "buffer {index} misaligned");
-            if let Some(fixed) = buffer.fixed_offset {
+            if let Some(fixed) = buffer.fixed_offset.get() {
                 assert_eq!(offset, fixed, "buffer {index} moved from its fixed offset");
             }
             assert!(
@@ -518,7 +520,7 @@ mod tests {
         ];
         buffers[0].alignment = 16;
         buffers[1].alignment = 32;
-        buffers[1].fixed_offset = Some(64);
+        buffers[1].fixed_offset = FixedOffset::at(64);
         buffers[2].alignment = 16;
         buffers[3].alignment = 64;
         buffers[4].alignment = 16;

@@ -145,7 +145,7 @@ impl Problem {
             .iter()
             .map(|&index| {
                 let buffer = &buffers[index];
-                let (size, fixed) = match buffer.fixed_offset {
+                let (size, fixed) = match buffer.fixed_offset.get() {
                     Some(offset) => {
                         let low = offset / unit;
                         ((offset + buffer.size).div_ceil(unit) - low, Some(low))
@@ -184,6 +184,7 @@ impl Problem {
 mod tests {
     use super::*;
     use crate::instances::buffer;
+    use memplan_plugin_api::kit::FixedOffset;
 
     #[test]
     fn splits_at_steps_no_lifetime_crosses() {
@@ -208,7 +209,7 @@ mod tests {
         let mut buffers = vec![buffer(20, 0, 1), buffer(16, 1, 2)];
         buffers[0].alignment = 16;
         buffers[1].alignment = 32;
-        buffers[1].fixed_offset = Some(48);
+        buffers[1].fixed_offset = FixedOffset::at(48);
         let problem = Problem::new(&buffers);
         assert_eq!(problem.unit, 16);
         let items = &problem.components[0].items;

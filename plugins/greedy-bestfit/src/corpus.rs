@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use memplan_plugin_api::abi_stable::std_types::{RString, RVec};
 use memplan_plugin_api::bounds::{align_up, lower_bound};
 use memplan_plugin_api::kit::testing::{memory, tensor, SplitMix64};
-use memplan_plugin_api::kit::Buffer;
+use memplan_plugin_api::kit::{Buffer, FixedOffset};
 use memplan_plugin_api::{Lifetime, PlanRequest, TensorKind, TensorRequest};
 
 /// Buffers of a CSV with header columns `lower`, `upper` (half-open), `size` and optionally
@@ -49,7 +49,7 @@ pub fn parse_minimalloc_csv(text: &str) -> Result<Vec<Buffer>, String> {
                 size: number(size)?,
                 alignment: optional(alignment)?.unwrap_or(1),
                 lifetime: Lifetime::new(first as u32, (end - 1) as u32),
-                fixed_offset: optional(offset)?,
+                fixed_offset: optional(offset)?.into(),
             })
         })
         .collect()
@@ -65,7 +65,7 @@ pub fn single_memory_request(buffers: &[Buffer]) -> PlanRequest {
             let kind = TensorKind::Intermediate;
             TensorRequest {
                 alignment: buffer.alignment,
-                fixed_offset: buffer.fixed_offset.into(),
+                fixed_offset: buffer.fixed_offset.get().into(),
                 ..tensor(&index.to_string(), kind, buffer.size, first, last)
             }
         })
@@ -109,7 +109,7 @@ pub fn model_like_trace(count: usize, seed: u64) -> Vec<Buffer> {
                 size,
                 alignment: 16,
                 lifetime,
-                fixed_offset: None,
+                fixed_offset: FixedOffset::NONE,
             }
         })
         .collect()
@@ -173,9 +173,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(buffers[0].lifetime, Lifetime::new(2, 4));
-        assert_eq!((buffers[0].alignment, buffers[0].fixed_offset), (8, None));
         assert_eq!(
-            (buffers[1].alignment, buffers[1].fixed_offset),
+            (buffers[0].alignment, buffers[0].fixed_offset.get()),
+            (8, None)
+        );
+        assert_eq!(
+            (buffers[1].alignment, buffers[1].fixed_offset.get()),
             (1, Some(16))
         );
         assert!(parse_minimalloc_csv("id,lower,size\n").is_err());
