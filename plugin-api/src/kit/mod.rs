@@ -31,9 +31,8 @@ use crate::context::HostContext;
 
 /// One buffer to place in an arena.
 ///
-/// 32 bytes: a million-tensor request hands its packer a million of them, and below 32 MiB
-/// the allocator reuses the memory of the previous plan instead of mapping (and faulting in)
-/// fresh pages on every call.
+/// 32 bytes: a million-tensor request hands its packer a million of them, written once and
+/// read by several passes, so every byte saved is saved many times over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Buffer {
     /// Bytes; never 0 (the kit binds empty tensors without asking the packer).
