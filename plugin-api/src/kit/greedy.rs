@@ -203,18 +203,10 @@ fn pack_in<W: Word>(
     fit: Fit,
     window_points: u32,
 ) -> Option<Packing> {
-    let fits = |buffer: &Buffer| {
-        W::fits(buffer.size)
-            && W::fits(buffer.alignment)
-            && buffer
-                .fixed_offset
-                .get()
-                .is_none_or(|offset| W::fits(offset.saturating_add(buffer.size)))
-    };
-    if !buffers.iter().all(fits) {
+    let timeline = Timeline::new(buffers);
+    if !W::fits(timeline.largest_value) {
         return None;
     }
-    let timeline = Timeline::new(buffers);
     let windows = Windows::new(timeline.points.len() as u32, window_points);
     let item_of = |index: u32| {
         let buffer = &buffers[index as usize];
@@ -807,6 +799,10 @@ struct Timeline {
     /// When steps are dense: per step from `points[0]`, the last point at or before it (one
     /// lookup per lifetime end instead of a binary search with its cache misses).
     last_point_at: Option<Vec<u32>>,
+    /// The largest size, alignment or fixed end (saturated) of the buffers: what the time
+    /// index's words must hold. Found here to spare a pass over the buffers (40 MB at a
+    /// million).
+    largest_value: u64,
 }
 
 impl Timeline {
@@ -814,20 +810,29 @@ impl Timeline {
         // Consecutive buffers often start together (a model lists an op's outputs in a row):
         // dropping repeats while collecting keeps the list, and the sort, shorter.
         let mut points: Vec<u32> = Vec::new();
+        let mut top = None;
+        let mut largest_value = 0;
         for buffer in buffers {
             if points.last() != Some(&buffer.lifetime.first) {
                 points.push(buffer.lifetime.first);
             }
+            top = top.max(Some(buffer.lifetime.last));
+            let fixed_end = buffer
+                .fixed_offset
+                .get()
+                .map_or(0, |offset| offset.saturating_add(buffer.size));
+            largest_value = largest_value
+                .max(buffer.size)
+                .max(buffer.alignment)
+                .max(fixed_end);
         }
         points.sort_unstable();
         points.dedup();
-        let (Some(&base), Some(top)) = (
-            points.first(),
-            buffers.iter().map(|b| b.lifetime.last).max(),
-        ) else {
+        let (Some(&base), Some(top)) = (points.first(), top) else {
             return Timeline {
                 points,
                 last_point_at: None,
+                largest_value,
             };
         };
         let top = top.max(base);
@@ -846,6 +851,7 @@ impl Timeline {
         Timeline {
             points,
             last_point_at,
+            largest_value,
         }
     }
 

@@ -456,15 +456,6 @@ impl<'a> KitState<'a> {
                 .collect()
         });
         debug_assert_eq!(buffers.len(), tensors.len());
-        // The arena's alignment is the largest of the memory's and its tensors'.
-        let alignment = buffers
-            .iter()
-            .map(|buffer| buffer.alignment)
-            .fold(
-                self.request.memories[memory as usize].arena_alignment,
-                u64::max,
-            )
-            .max(1);
         let packing = packer.pack(&buffers, self.context)?;
         if packing.offsets.len() != buffers.len() {
             return Err(PlanError::new(
@@ -476,13 +467,23 @@ impl<'a> KitState<'a> {
                 ),
             ));
         }
-        // Computed, not taken from the packer: the arena must hold every offset it gave.
-        let height = buffers
-            .iter()
-            .zip(&packing.offsets)
-            .map(|(buffer, offset)| offset + buffer.size)
-            .max()
-            .unwrap_or(0);
+        // In one pass (at a million buffers each pass reads 40 MB): the height, computed
+        // rather than taken from the packer, as the arena must hold every offset it gave; and
+        // the alignment, the largest of the memory's and its tensors'.
+        let (height, alignment) = buffers.iter().zip(&packing.offsets).fold(
+            (
+                0,
+                self.request.memories[memory as usize]
+                    .arena_alignment
+                    .max(1),
+            ),
+            |(height, alignment), (buffer, offset)| {
+                (
+                    height.max(offset + buffer.size),
+                    alignment.max(buffer.alignment),
+                )
+            },
+        );
         Ok(PackedArena {
             tensors,
             offsets: packing.offsets,
