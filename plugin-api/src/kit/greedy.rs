@@ -212,38 +212,28 @@ fn pack_in<W: Word>(
         let buffer = &buffers[index as usize];
         Item::new(index as usize, buffer, timeline.span(buffer.lifetime))
     };
-    // One pass to size the heap's lists and the window groups, one to place the buffers
-    // with a fixed offset (as they are) and group the others: at a million buffers each pass
-    // over them reads 40 MB.
+    // One pass (at a million buffers, each pass over them reads 32 MB from memory) sizes
+    // the heap's lists, groups the buffers by window and sets aside the ones with a fixed
+    // offset. Groups grow as they fill; buffers usually come in time order, so one group at
+    // a time grows, in cache.
     let mut room = HeapRoom::new(windows.point_count);
-    let mut groups = vec![0usize; windows.count + 2];
+    let mut groups: Vec<Vec<Item<W>>> = (0..=windows.count).map(|_| Vec::new()).collect();
+    let mut fixed = Vec::new();
     for (index, buffer) in buffers.iter().enumerate() {
         let item = item_of(index as u32);
         room.count(&item);
-        if buffer.fixed_offset.is_none() {
-            groups[windows.group_of(&item) + 1] += 1;
+        match buffer.fixed_offset.get() {
+            Some(offset) => fixed.push((item, offset)),
+            None => groups[windows.group_of(&item)].push(item),
         }
     }
     let mut heap = Heap::<W>::new(room, buffers.len());
-    for group in 0..=windows.count {
-        groups[group + 1] += groups[group];
-    }
-    let mut next = groups.clone();
-    let mut grouped = vec![Item::default(); groups[windows.count + 1]];
-    for (index, buffer) in buffers.iter().enumerate() {
-        let item = item_of(index as u32);
-        match buffer.fixed_offset.get() {
-            Some(offset) => heap.place(&item, offset)?,
-            None => {
-                let at = &mut next[windows.group_of(&item)];
-                grouped[*at] = item;
-                *at += 1;
-            }
-        }
+    for (item, offset) in &fixed {
+        heap.place(item, *offset)?;
     }
     let key = PlacementKey::for_order(order, fit);
-    sort_groups(&mut grouped, &groups, key);
-    place_by_windows(&mut heap, &windows, &grouped, &groups, key, fit)?;
+    sort_groups(&mut groups, key);
+    place_by_windows(&mut heap, &windows, &groups, key, fit)?;
     Some(Packing {
         offsets: heap.offsets,
         height: heap.height,
@@ -251,14 +241,13 @@ fn pack_in<W: Word>(
     })
 }
 
-/// Places the buffers of `grouped` (groups bounded by `groups`, see [`Windows::group_of`],
-/// each sorted by `key`) window by window, with the offsets placing them in `key` order
+/// Places the buffers of `groups` (see [`Windows::group_of`], each sorted by `key`) window
+/// by window, with the offsets placing them in `key` order
 /// would give (see the module documentation); `None` when an end does not fit in `W`.
 fn place_by_windows<W: Word>(
     heap: &mut Heap<W>,
     windows: &Windows,
-    grouped: &[Item<W>],
-    groups: &[usize],
+    groups: &[Vec<Item<W>>],
     key: PlacementKey,
     fit: Fit,
 ) -> Option<()> {
@@ -267,13 +256,13 @@ fn place_by_windows<W: Word>(
         occupied: Vec::new(),
         fit,
     };
-    let (inside, crossing) = grouped.split_at(groups[windows.count]);
+    let (inside, crossing) = groups.split_at(windows.count);
     // Per window, the next of its buffers to place.
-    let mut next: Vec<usize> = groups[..windows.count].to_vec();
+    let mut next = vec![0usize; windows.count];
     // Places window `window`'s buffers that come before `limit` in placement order.
     let mut place_window_before =
         |placer: &mut Placer<W>, window: usize, limit: Option<&Item<W>>| {
-            let waiting = &inside[next[window]..groups[window + 1]];
+            let waiting = &inside[window][next[window]..];
             let count = match limit {
                 Some(limit) => waiting.partition_point(|item| key.of(item) < key.of(limit)),
                 None => waiting.len(),
@@ -289,7 +278,7 @@ fn place_by_windows<W: Word>(
             next[window] += count;
             Some(())
         };
-    for item in crossing {
+    for item in &crossing[0] {
         for window in windows.of(item.lo)..=windows.of(item.hi) {
             place_window_before(&mut placer, window, Some(item))?;
         }
@@ -334,19 +323,16 @@ impl Windows {
     }
 }
 
-/// Sorts each group of `grouped` (bounds `groups`) by `key` on its own: a group is small
-/// enough to stay in cache, so the sorting costs about the same per buffer at a million
-/// buffers as at a thousand.
-fn sort_groups<W: Word>(grouped: &mut [Item<W>], groups: &[usize], key: PlacementKey) {
+/// Sorts each of `groups` by `key` on its own: a group is small enough to stay in cache, so
+/// the sorting costs about the same per buffer at a million buffers as at a thousand.
+fn sort_groups<W: Word>(groups: &mut [Vec<Item<W>>], key: PlacementKey) {
     // One working room, for the largest group, for every group's sort: allocating per group
     // (hundreds of times at a million buffers) cost more than the sorting once the
     // allocator's free lists are long.
-    let largest = groups.windows(2).map(|group| group[1] - group[0]).max();
+    let largest = groups.iter().map(Vec::len).max();
     let mut room = RadixRoom::new(largest.unwrap_or(0));
-    for group in groups.windows(2) {
-        radix_sort(&mut grouped[group[0]..group[1]], &mut room, |item| {
-            key.of(item)
-        });
+    for group in groups {
+        radix_sort(group, &mut room, |item| key.of(item));
     }
 }
 
