@@ -326,9 +326,8 @@ impl Windows {
 /// Sorts each of `groups` by `key` on its own: a group is small enough to stay in cache, so
 /// the sorting costs about the same per buffer at a million buffers as at a thousand.
 fn sort_groups<W: Word>(groups: &mut [Vec<Item<W>>], key: PlacementKey) {
-    // One working room, for the largest group, for every group's sort: allocating per group
-    // (hundreds of times at a million buffers) cost more than the sorting once the
-    // allocator's free lists are long.
+    // One working room, for the largest group, serves every group's sort, rather than an
+    // allocation per group (hundreds at a million buffers).
     let largest = groups.iter().map(Vec::len).max();
     let mut room = RadixRoom::new(largest.unwrap_or(0));
     for group in groups {
@@ -786,7 +785,7 @@ struct Timeline {
     /// lookup per lifetime end instead of a binary search with its cache misses).
     last_point_at: Option<Vec<u32>>,
     /// The largest size, alignment or fixed end (saturated) of the buffers: what the time
-    /// index's words must hold. Found here to spare a pass over the buffers (40 MB at a
+    /// index's words must hold. Found here to spare a pass over the buffers (32 MB at a
     /// million).
     largest_value: u64,
 }
