@@ -231,6 +231,7 @@ pub fn main() -> ExitCode {
         }
     };
     init_logging(cli.verbose, cli.quiet);
+    crate::allocator::keep_freed_memory();
     match run(cli) {
         Ok(code) => code,
         Err(error) => {

@@ -14,8 +14,10 @@
 //! - [`render`]: regions, hashes, constant blobs → [`render::RenderPlan`]
 //! - [`emit`]: C sources, residency report, plan file, sidecars, written atomically
 //!
-//! [`commands`] wires the stages for each subcommand; [`cli`] parses the command line.
+//! [`commands`] wires the stages for each subcommand; [`cli`] parses the command line;
+//! [`allocator`] keeps freed memory for reuse during the run.
 
+pub mod allocator;
 pub mod analyze;
 pub mod check;
 pub mod cli;
