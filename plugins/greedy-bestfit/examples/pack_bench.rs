@@ -7,6 +7,10 @@
 //! times), so that a change in the machine's load over the minute the bench takes weighs on
 //! both sides of their ratio alike.
 //!
+//! This process keeps the C allocator's default policy, while `memplan` keeps freed memory
+//! for its whole run (`host/src/allocator.rs`): here each 1M run also faults in about
+//! 118 MB of fresh pages, so its time and the ratio come out higher than `memplan bench`'s.
+//!
 //! ```text
 //! cargo run --release -p memplan-planner-greedy-bestfit --example pack_bench -- /work/shared/data
 //! cargo run --release -p memplan-planner-greedy-bestfit --example pack_bench -- --write-traces DIR
