@@ -717,6 +717,11 @@ fn data_file_path(text: &str) -> std::result::Result<&Path, String> {
 /// relative, without `..` ([`data_file_path`]), resolved against the model file's directory,
 /// and the file it names, once symbolic links are followed (canonicalized), must still lie
 /// inside that directory (canonicalized too): a link leading out of it is refused.
+///
+/// Not covered: a hard link is the file itself under another name, so one placed in the
+/// model's directory is read like any other file there. Making it takes write access to
+/// that directory and the filesystem of the file it names, which a model file alone does
+/// not give.
 struct DataFiles {
     /// The model file's directory, as given (relative paths are joined to it).
     directory: PathBuf,
