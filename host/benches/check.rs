@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 
 use memplan::analyze::Analysis;
 use memplan::check::check_plan;
+use memplan_planner_kit::testing::{allocation, memory, tensor, SplitMix64};
 use memplan_plugin_api::abi_stable::library::lib_header_from_path;
 use memplan_plugin_api::abi_stable::std_types::{RSome, RString, RVec};
 use memplan_plugin_api::bounds::align_up;
-use memplan_plugin_api::kit::testing::{allocation, memory, tensor, SplitMix64};
 use memplan_plugin_api::{
     AliasOf, Arena, ArenaRole, HostContext, Lifetime, MemoryPlan, PlanRequest, PluginModuleRef,
     TensorKind,

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use memplan::analyze::analyze;
 use memplan::input::{read_model, Constraints, Rules, Target};
-use memplan_plugin_api::kit::testing::thread_cpu_time;
+use memplan_planner_kit::testing::thread_cpu_time;
 
 const RUNS: usize = 5;
 

@@ -24,17 +24,30 @@ pub enum LogLevel {
 }
 
 /// Callbacks into the host. Valid for the duration of one planner call only.
+///
+/// The fields are private: a planner can use a context it was given (and copy it for the
+/// duration of the call) but cannot make one with a state pointer of its own choosing, which
+/// the host's callbacks would dereference. Only [`HostContext::detached`] is safe to build;
+/// a host builds its contexts with the `unsafe` [`HostContext::from_host_callbacks`].
+///
+/// ```compile_fail
+/// use memplan_plugin_api::HostContext;
+/// fn forge(context: &HostContext) -> HostContext {
+///     // error[E0451]: fields of `HostContext` are private
+///     HostContext { state: std::ptr::null(), ..*context }
+/// }
+/// ```
 #[repr(C)]
 #[derive(StableAbi, Clone, Copy)]
 pub struct HostContext {
     /// Opaque host state, passed back to each callback unchanged.
-    pub state: *const c_void,
+    state: *const c_void,
     /// Emit one log line tagged with the planner's name.
-    pub log: extern "C" fn(state: *const c_void, level: LogLevel, message: RStr<'_>),
+    log: extern "C" fn(state: *const c_void, level: LogLevel, message: RStr<'_>),
     /// True once the planner should stop and return its best plan so far (or `Cancelled`).
-    pub should_stop: extern "C" fn(state: *const c_void) -> bool,
+    should_stop: extern "C" fn(state: *const c_void) -> bool,
     /// Milliseconds left before the deadline; `u64::MAX` when there is none.
-    pub remaining_ms: extern "C" fn(state: *const c_void) -> u64,
+    remaining_ms: extern "C" fn(state: *const c_void) -> u64,
 }
 
 extern "C" fn detached_log(_: *const c_void, _: LogLevel, _: RStr<'_>) {}
@@ -46,6 +59,27 @@ extern "C" fn detached_remaining_ms(_: *const c_void) -> u64 {
 }
 
 impl HostContext {
+    /// A host's context: `state` is handed back to each callback unchanged.
+    ///
+    /// # Safety
+    /// Each callback must be sound for `state` for as long as the context (or any copy of it)
+    /// is used: the host guarantees this by building the context for one planner call and
+    /// keeping `state` alive until that call returns. Planners never need this.
+    #[doc(hidden)]
+    pub unsafe fn from_host_callbacks(
+        state: *const c_void,
+        log: extern "C" fn(state: *const c_void, level: LogLevel, message: RStr<'_>),
+        should_stop: extern "C" fn(state: *const c_void) -> bool,
+        remaining_ms: extern "C" fn(state: *const c_void) -> u64,
+    ) -> HostContext {
+        HostContext {
+            state,
+            log,
+            should_stop,
+            remaining_ms,
+        }
+    }
+
     /// A context that drops log lines and never asks to stop: for unit tests and for
     /// calling planner code outside a host.
     pub fn detached() -> Self {

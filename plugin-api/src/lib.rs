@@ -7,7 +7,12 @@
 //!   in a few lines and turns every panic into an error value;
 //! - [`bounds`]: the arena lower bound shared by host and planners.
 //!
-//! A plugin is a `cdylib` crate that depends on this crate only:
+//! This crate is the ABI and nothing else: its version changes only when the ABI does. The
+//! planner kit (the shared passes for constants, persistent tensors, scratch with spill and
+//! aliases, and the greedy and bump packers) is the separate crate `memplan-planner-kit`;
+//! `docs/writing-a-planner.md` shows a complete planner written with it.
+//!
+//! A plugin is a `cdylib` crate that depends on this crate (and usually the kit):
 //!
 //! ```no_run
 //! use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanRequest, Planner};
@@ -26,14 +31,17 @@
 pub mod abi;
 pub mod bounds;
 pub mod context;
+#[doc(hidden)]
 pub mod export;
-pub mod kit;
 
 pub use abi::*;
 pub use context::{HostContext, LogLevel};
-pub use export::{
-    __plugin_module, Planner, PlannerEntry, PluginModule, PluginModuleRef, ABI_VERSION,
-};
+pub use export::{Planner, ABI_VERSION};
+
+/// Loader internals: what `export_planners!` expands to and what the host reads. Not for
+/// planner authors.
+#[doc(hidden)]
+pub use export::{__plugin_module, PlannerEntry, PluginModule, PluginModuleRef};
 
 /// Re-exported so that `export_planners!` and plugins need no direct dependency on it.
 pub use abi_stable;

@@ -129,6 +129,9 @@ pub fn describe(output: &Output) -> String {
 /// The dependency line every fixture manifest uses for the plugin API (relative to the
 /// fixture); [`build_fixture_plugin`] points it at the crate to build against.
 const FIXTURE_API_DEPENDENCY: &str = r#"memplan-plugin-api = { path = "../../../../plugin-api" }"#;
+/// How a fixture depends on the planner kit (optional: a plugin may use the ABI alone).
+const FIXTURE_KIT_DEPENDENCY: &str =
+    r#"memplan-planner-kit = { path = "../../../../planner-kit" }"#;
 
 /// Where fixture plugins are built: outside `target/e2e/debug`, so that the default search
 /// path of the binary under test never finds them.
@@ -179,8 +182,15 @@ pub fn build_fixture_plugin(fixture: &str, package: &str, plugin_api: &Path) -> 
         "memplan-plugin-api = {{ path = {:?} }}",
         plugin_api.display().to_string()
     );
+    // The kit must be built against the same plugin-api as the plugin (a drifted copy, say):
+    // the fixture gets its own copy of the kit, pointed at that plugin-api.
+    let kit_dependency = format!(
+        "memplan-planner-kit = {{ path = {:?} }}",
+        planner_kit_copy(package, plugin_api).display().to_string()
+    );
     let manifest = manifest
         .replace(FIXTURE_API_DEPENDENCY, &api_dependency)
+        .replace(FIXTURE_KIT_DEPENDENCY, &kit_dependency)
         .replace(&original_name, &format!("name = \"{package}\""));
     std::fs::write(copy.join("Cargo.toml"), manifest).expect("write fixture manifest");
     std::fs::copy(workspace_root().join("Cargo.lock"), copy.join("Cargo.lock"))
@@ -206,6 +216,33 @@ pub fn build_fixture_plugin(fixture: &str, package: &str, plugin_api: &Path) -> 
     assert!(library.is_file(), "{} was not built", library.display());
     built.insert(package.to_string(), library.clone());
     library
+}
+
+/// A copy of the workspace's `planner-kit` crate in `target/e2e/fixtures/src/{package}-kit`
+/// that depends on the plugin-api at `plugin_api`.
+fn planner_kit_copy(package: &str, plugin_api: &Path) -> PathBuf {
+    let copy = fixtures_build_dir()
+        .join("src")
+        .join(format!("{package}-kit"));
+    let _ = std::fs::remove_dir_all(&copy);
+    let original = workspace_root().join("planner-kit");
+    copy_dir(&original.join("src"), &copy.join("src"));
+    let manifest = std::fs::read_to_string(original.join("Cargo.toml")).expect("kit manifest");
+    let inherited = "memplan-plugin-api.workspace = true";
+    assert!(
+        manifest.contains(inherited),
+        "planner-kit/Cargo.toml: {inherited}"
+    );
+    let api_dependency = format!(
+        "memplan-plugin-api = {{ path = {:?} }}",
+        plugin_api.display().to_string()
+    );
+    std::fs::write(
+        copy.join("Cargo.toml"),
+        manifest.replace(inherited, &api_dependency),
+    )
+    .expect("write kit manifest");
+    copy
 }
 
 /// A copy of the workspace's `plugin-api` crate in `target/e2e/fixtures/src/{label}`, edited

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use memplan::analyze::Analysis;
 use memplan::check::{check_plan, ViolationKind};
+use memplan_planner_kit::testing::SplitMix64;
 use memplan_plugin_api::abi_stable::library::lib_header_from_path;
 use memplan_plugin_api::abi_stable::std_types::{RNone, RSome, RStr, RString, RVec};
-use memplan_plugin_api::kit::testing::SplitMix64;
 use memplan_plugin_api::{
     AliasOf, ArenaRole, HostContext, Lifetime, LogLevel, MemoryPlan, MemoryRequest, PlanRequest,
     PlannerEntry, PluginModuleRef, TensorKind, TensorRequest,
@@ -343,11 +343,15 @@ extern "C" fn ms_to_deadline(state: *const c_void) -> u64 {
 
 /// A host context that asks the planner to stop at `deadline` (which must outlive the call).
 fn with_deadline(deadline: &Instant) -> HostContext {
-    HostContext {
-        state: deadline as *const Instant as *const c_void,
-        log: no_log,
-        should_stop: past_deadline,
-        remaining_ms: ms_to_deadline,
+    // SAFETY: the callbacks read an `Instant` through the state, and the caller keeps
+    // `deadline` alive for as long as the context is used.
+    unsafe {
+        HostContext::from_host_callbacks(
+            deadline as *const Instant as *const c_void,
+            no_log,
+            past_deadline,
+            ms_to_deadline,
+        )
     }
 }
 

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use memplan_tests::{
     build_fixture_plugin, describe, failed_with, fixture_plugin, library_file_name, memplan,
-    plan_tiny, plugin_api_copy, plugin_dir, plugin_dir_with, run_memplan, temp_dir,
+    plan_tiny, plugin_api_copy, plugin_dir, plugin_dir_with, run_memplan, temp_dir, workspace_root,
 };
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -131,7 +131,7 @@ fn an_out_of_tree_plugin_is_found_with_plugin_dir_and_listed() {
     assert_eq!(vendor["version"], "2.3.4");
     assert_eq!(
         vendor["description"],
-        "test fixture: an out-of-tree planner, one slot per tensor"
+        "test fixture: an out-of-tree planner, first fit in order of lifetime start"
     );
     assert_eq!(vendor["sha256"].as_str(), Some(sha256_of(&path).as_str()));
     // The default directory is still searched after --plugin-dir.
@@ -364,4 +364,37 @@ fn a_planner_that_ignores_the_timeout_is_given_up_on_with_exit_4() {
     assert!(message.contains("did not stop"), "{message}");
     // Deadline 0.2 s plus the 1 s grace period, with room for a slow machine.
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
+}
+
+#[test]
+fn the_out_of_tree_example_plans_every_tensor_kind_through_the_kit() {
+    // examples/tiny_conv.json has constants, a persistent tensor and an alias: the vendor
+    // example (docs/writing-a-planner.md) plans them all, and the host's checker accepts it.
+    let library = fixture_plugin("vendor");
+    let dir = plugin_dir_with("vendor-kinds", &[(&library, &library_file_name("acme"))]);
+    let out = temp_dir("vendor-kinds-out");
+    let output = run_memplan([
+        "plan".as_ref(),
+        workspace_root().join("examples/tiny_conv.json").as_os_str(),
+        "--planner".as_ref(),
+        "fixture-vendor".as_ref(),
+        "--plugin-dir".as_ref(),
+        dir.as_os_str(),
+        "--format".as_ref(),
+        "json".as_ref(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let roles: Vec<&str> = document["arenas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|arena| arena["role"].as_str().unwrap())
+        .collect();
+    for role in ["scratch", "persistent", "constant"] {
+        assert!(roles.contains(&role), "{role} arena missing: {roles:?}");
+    }
+    assert_eq!(document["planner"], "fixture-vendor");
 }

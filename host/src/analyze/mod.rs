@@ -601,10 +601,10 @@ mod tests {
     /// analysis lets it.
     #[test]
     fn the_early_stop_never_rejects_what_the_kit_plans() {
-        use memplan_plugin_api::bounds::{align_up, lower_bound};
-        use memplan_plugin_api::kit::{
+        use memplan_planner_kit::{
             pack_greedy, plan_with_packer, Buffer, Fit, Order, Packer, Packing,
         };
+        use memplan_plugin_api::bounds::{align_up, lower_bound};
         use memplan_plugin_api::{HostContext, PlanError};
         struct Greedy;
         impl Packer for Greedy {

@@ -350,14 +350,14 @@ impl Progress {
 mod tests {
     use super::*;
     use abi_stable::std_types::{ROption, RVec};
-    use memplan_plugin_api::kit::testing::allocation;
+    use memplan_planner_kit::testing::allocation;
     use memplan_plugin_api::{AliasOf, TensorKind, TensorRequest};
 
     use crate::check::{Violation, ViolationKind};
     use crate::error::ErrorKind;
 
     fn tensor(kind: TensorKind, size: u64, first: u32, last: u32) -> TensorRequest {
-        memplan_plugin_api::kit::testing::tensor("t", kind, size, first, last)
+        memplan_planner_kit::testing::tensor("t", kind, size, first, last)
     }
 
     #[test]

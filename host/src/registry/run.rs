@@ -54,11 +54,15 @@ impl RunState<'_> {
     }
 
     fn context(&self) -> HostContext {
-        HostContext {
-            state: self as *const RunState as *const c_void,
-            log: forward_log,
-            should_stop,
-            remaining_ms,
+        // SAFETY: the callbacks read `RunState` through `state`; the context is handed to one
+        // planner call, during which `self` is borrowed and stays alive.
+        unsafe {
+            HostContext::from_host_callbacks(
+                self as *const RunState as *const c_void,
+                forward_log,
+                should_stop,
+                remaining_ms,
+            )
         }
     }
 }

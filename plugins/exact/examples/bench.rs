@@ -10,11 +10,11 @@
 
 use std::time::{Duration, Instant};
 
-use memplan_planner_exact::instances::{read_minimalloc_csv, rectangle_cut};
 use memplan_planner_exact::problem::Problem;
 use memplan_planner_exact::{greedy, ExactPacker, DEFAULT_TIME_LIMIT};
+use memplan_planner_kit::testing::{buffers_from_rows, rectangle_cut};
+use memplan_planner_kit::{Buffer, Packer};
 use memplan_plugin_api::bounds::lower_bound;
-use memplan_plugin_api::kit::{Buffer, Packer};
 use memplan_plugin_api::HostContext;
 
 /// Width and steps of the cut rectangles.
@@ -37,8 +37,12 @@ fn load(instance: &str) -> Result<Vec<Buffer>, String> {
             seed,
         ));
     }
-    let text = std::fs::read_to_string(instance).map_err(|error| format!("{instance}: {error}"))?;
-    read_minimalloc_csv(&text).map_err(|error| format!("{instance}: {error}"))
+    // The host's MiniMalloc reader (the one reader, with its messages); rows have lifetimes.
+    let model = memplan::input::read_model(instance.as_ref()).map_err(|error| error.to_string())?;
+    Ok(buffers_from_rows(model.tensors.iter().map(|tensor| {
+        let lifetime = tensor.lifetime.expect("MiniMalloc rows have lifetimes");
+        (tensor.size, tensor.alignment, lifetime, tensor.fixed_offset)
+    })))
 }
 
 fn greedy_height(buffers: &[Buffer]) -> u64 {

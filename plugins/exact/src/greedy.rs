@@ -2,8 +2,8 @@
 //! component (every sort order, best-fit and first-fit), in the component's units and columns.
 //! The kit's packer is the same one `greedy-bestfit` ships, so `exact` can never be worse.
 
-use memplan_plugin_api::kit::greedy::{pack_greedy, Fit, Order};
-use memplan_plugin_api::kit::Buffer;
+use memplan_planner_kit::greedy::{pack_greedy, Fit, Order};
+use memplan_planner_kit::Buffer;
 use memplan_plugin_api::Lifetime;
 
 use crate::problem::Component;

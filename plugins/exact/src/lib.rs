@@ -26,11 +26,10 @@
 
 use std::time::{Duration, Instant};
 
-use memplan_plugin_api::kit::{plan_with_packer, Buffer, Packer, Packing};
+use memplan_planner_kit::{plan_with_packer, Buffer, Packer, Packing};
 use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanErrorKind, PlanRequest, Planner};
 
 pub mod greedy;
-pub mod instances;
 pub mod problem;
 pub mod search;
 
@@ -402,8 +401,8 @@ pub fn improve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use instances::buffer;
-    use memplan_plugin_api::kit::FixedOffset;
+    use memplan_planner_kit::testing::{buffer, buffers_from_rows, rectangle_cut};
+    use memplan_planner_kit::FixedOffset;
 
     /// Panics unless the packing is valid for `buffers`: time-overlapping buffers disjoint in
     /// bytes, offsets aligned, fixed offsets kept, height the highest top.
@@ -449,7 +448,7 @@ mod tests {
     #[test]
     fn a_search_that_finishes_is_deterministic() {
         // Dense cuts need thousands of nodes (and restarts) before the optimum.
-        let buffers = instances::rectangle_cut(1 << 20, 100, 120, 1);
+        let buffers = rectangle_cut(1 << 20, 100, 120, 1);
         let first = pack(&buffers, 30.0);
         assert!(first.note.contains("proven optimal"), "{}", first.note);
         assert!(!first.note.contains("(0 nodes"), "{}", first.note);
@@ -470,8 +469,11 @@ mod tests {
         let mut cases = vec![inline.to_vec()];
         if let Ok(corpus) = std::env::var("MEMPLAN_CORPUS") {
             let path = std::path::Path::new(&corpus).join("tflm-traces/greedy_medium_test.csv");
-            let text = std::fs::read_to_string(&path).expect("the corpus has the TFLM traces");
-            cases.push(instances::read_minimalloc_csv(&text).expect("a valid trace"));
+            let model = memplan::input::read_model(&path).expect("the corpus has the TFLM traces");
+            cases.push(buffers_from_rows(model.tensors.iter().map(|tensor| {
+                let lifetime = tensor.lifetime.expect("CSV rows have lifetimes");
+                (tensor.size, tensor.alignment, lifetime, tensor.fixed_offset)
+            })));
         }
         for buffers in cases {
             let packing = pack(&buffers, 10.0);
@@ -483,7 +485,7 @@ mod tests {
     #[test]
     fn rectangle_cuts_are_packed_at_their_width() {
         for seed in 1..=5 {
-            let buffers = instances::rectangle_cut(1 << 16, 200, 40, seed);
+            let buffers = rectangle_cut(1 << 16, 200, 40, seed);
             let packing = pack(&buffers, 10.0);
             assert_eq!(packing.height, 1 << 16, "seed {seed}: {}", packing.note);
             assert!(packing.note.contains("proven optimal"), "{}", packing.note);
@@ -493,7 +495,7 @@ mod tests {
     #[test]
     fn a_tiny_time_limit_still_returns_a_valid_packing_with_its_bound() {
         // A dense cut that the search does not finish in 10 s (see the bench).
-        let buffers = instances::rectangle_cut(1 << 20, 50, 200, 2);
+        let buffers = rectangle_cut(1 << 20, 50, 200, 2);
         let started = Instant::now();
         let packing = pack(&buffers, 0.05);
         assert!(

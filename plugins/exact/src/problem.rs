@@ -9,8 +9,8 @@
 //!   Components never constrain each other, so each is searched on its own and the arena
 //!   height is the highest component height.
 
+use memplan_planner_kit::Buffer;
 use memplan_plugin_api::bounds::lower_bound;
-use memplan_plugin_api::kit::Buffer;
 use memplan_plugin_api::Lifetime;
 
 /// One buffer of a component, in units and columns.
@@ -183,8 +183,8 @@ impl Problem {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::instances::buffer;
-    use memplan_plugin_api::kit::FixedOffset;
+    use memplan_planner_kit::testing::buffer;
+    use memplan_planner_kit::FixedOffset;
 
     #[test]
     fn splits_at_steps_no_lifetime_crosses() {

@@ -233,7 +233,7 @@ impl<'a> Search<'a> {
             .collect();
         let noise: Vec<u64> = match order {
             Order::Shuffled(seed) => {
-                let mut random = crate::instances::XorShift::new(seed);
+                let mut random = memplan_planner_kit::SplitMix64::new(seed);
                 items.iter().map(|_| 64 + random.below(64)).collect()
             }
             _ => Vec::new(),
@@ -823,9 +823,9 @@ impl<'a> Search<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::instances::buffer;
     use crate::problem::Problem;
-    use memplan_plugin_api::kit::Buffer;
+    use memplan_planner_kit::testing::buffer;
+    use memplan_planner_kit::Buffer;
 
     /// Searches in every order; panics unless they agree.
     fn solve(buffers: &[Buffer], cap: u64) -> (End, Option<u64>) {
@@ -903,7 +903,7 @@ mod tests {
 
     #[test]
     fn agrees_with_brute_force_on_small_random_instances() {
-        let mut random = crate::instances::XorShift::new(7);
+        let mut random = memplan_planner_kit::SplitMix64::new(7);
         for _ in 0..100 {
             let count = 3 + random.below(5) as usize;
             let buffers: Vec<Buffer> = (0..count)

@@ -22,13 +22,26 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use memplan_planner_greedy_bestfit::corpus::{
-    aligned_lower_bound, minimalloc_csv, model_like_trace, read_buffers, single_memory_request,
-};
 use memplan_planner_greedy_bestfit::GreedyBestFit;
-use memplan_plugin_api::kit::testing::thread_cpu_time;
-use memplan_plugin_api::kit::Buffer;
+use memplan_planner_kit::testing::{
+    aligned_lower_bound, buffers_from_rows, minimalloc_csv, model_like_trace,
+    single_memory_request, thread_cpu_time,
+};
+use memplan_planner_kit::Buffer;
 use memplan_plugin_api::{HostContext, MemoryPlan, PlanRequest, Planner};
+
+/// One corpus file's buffers, read by the host's MiniMalloc reader.
+fn read_buffers(path: &Path) -> Vec<Buffer> {
+    let model = memplan::input::read_model(path).unwrap_or_else(|error| panic!("{error}"));
+    buffers_from_rows(model.tensors.iter().map(|t| {
+        (
+            t.size,
+            t.alignment,
+            t.lifetime.expect("CSV rows have lifetimes"),
+            t.fixed_offset,
+        )
+    }))
+}
 
 /// The generated traces: (file name, buffer count).
 const GENERATED: [(&str, usize); 2] = [

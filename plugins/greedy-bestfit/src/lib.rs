@@ -13,13 +13,10 @@
 //! - `fit`: `best` (default) | `first` — smallest fitting gap, or lowest fitting gap.
 //!   `{"fit":"first"}` is TFLite Micro's greedy memory planner.
 
-use memplan_plugin_api::kit::{
+use memplan_planner_kit::{
     pack_greedy, plan_with_packer, Buffer, Fit, Order, Packer, Packing, PlannerOptions,
 };
 use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanRequest, Planner};
-
-#[doc(hidden)]
-pub mod corpus;
 
 pub struct GreedyBestFit;
 
@@ -73,9 +70,22 @@ impl Packer for GreedyPacker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use memplan_planner_kit::testing::{
+        assert_valid_packing, assert_valid_plan, buffer, single_memory_request,
+    };
     use memplan_plugin_api::abi_stable::std_types::RString;
-    use memplan_plugin_api::kit::testing::{assert_valid_packing, assert_valid_plan};
     use memplan_plugin_api::PlanErrorKind;
+
+    /// TFLite Micro's greedy_medium_test trace (its greedy planner needs 90 bytes).
+    fn greedy_medium_trace() -> Vec<Buffer> {
+        vec![
+            buffer(10, 0, 1),
+            buffer(20, 1, 2),
+            buffer(30, 2, 3),
+            buffer(40, 3, 4),
+            buffer(50, 0, 1),
+        ]
+    }
 
     #[test]
     fn options_default_to_size_order_and_best_fit() {
@@ -107,10 +117,7 @@ mod tests {
 
     #[test]
     fn first_fit_reproduces_tflm_on_the_inline_greedy_medium_trace() {
-        let buffers = corpus::parse_minimalloc_csv(
-            "id,lower,upper,size\n0,0,2,10\n1,1,3,20\n2,2,4,30\n3,3,5,40\n4,0,2,50\n",
-        )
-        .unwrap();
+        let buffers = greedy_medium_trace();
         let packing = GreedyPacker::from_options(r#"{"fit":"first"}"#)
             .unwrap()
             .pack(&buffers, &HostContext::detached())
@@ -121,11 +128,8 @@ mod tests {
 
     #[test]
     fn plans_a_request_through_the_kit() {
-        let buffers = corpus::parse_minimalloc_csv(
-            "id,lower,upper,size\n0,0,2,10\n1,1,3,20\n2,2,4,30\n3,3,5,40\n4,0,2,50\n",
-        )
-        .unwrap();
-        let mut request = corpus::single_memory_request(&buffers);
+        let buffers = greedy_medium_trace();
+        let mut request = single_memory_request(&buffers);
         request.options = RString::from(r#"{"fit":"first"}"#);
         let plan = GreedyBestFit::plan(&request, &HostContext::detached()).unwrap();
         assert_valid_plan(&request, &plan);

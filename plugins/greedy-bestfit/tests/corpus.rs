@@ -2,11 +2,27 @@
 //! figures with `{"fit":"first"}`, and the MiniMalloc challenge instances within 1.45x of the
 //! lower bound with the default best fit.
 
-use memplan_planner_greedy_bestfit::corpus::{aligned_lower_bound, corpus_dir, read_buffers};
+use std::path::Path;
+
 use memplan_planner_greedy_bestfit::GreedyPacker;
-use memplan_plugin_api::kit::testing::assert_valid_packing;
-use memplan_plugin_api::kit::{Buffer, Packer};
+use memplan_planner_kit::testing::{
+    aligned_lower_bound, assert_valid_packing, buffers_from_rows, corpus_dir,
+};
+use memplan_planner_kit::{Buffer, Packer};
 use memplan_plugin_api::HostContext;
+
+/// One corpus file's buffers, read by the host's MiniMalloc reader.
+fn read_buffers(path: &Path) -> Vec<Buffer> {
+    let model = memplan::input::read_model(path).unwrap_or_else(|error| panic!("{error}"));
+    buffers_from_rows(model.tensors.iter().map(|t| {
+        (
+            t.size,
+            t.alignment,
+            t.lifetime.expect("CSV rows have lifetimes"),
+            t.fixed_offset,
+        )
+    }))
+}
 
 fn pack(buffers: &[Buffer], options: &str) -> u64 {
     let packing = GreedyPacker::from_options(options)

@@ -7,7 +7,7 @@
 //! offsets, aliases, empty tensors — is the planner kit's ([`plan_with_packer`]).
 //! It takes no options.
 
-use memplan_plugin_api::kit::{plan_with_packer, BumpPacker, PlannerOptions};
+use memplan_planner_kit::{plan_with_packer, BumpPacker, PlannerOptions};
 use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanRequest, Planner};
 
 pub struct Linear;
@@ -29,8 +29,8 @@ memplan_plugin_api::export_planners!(Linear);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use memplan_planner_kit::testing::{assert_valid_plan, memory, tensor};
     use memplan_plugin_api::abi_stable::std_types::{RString, RVec};
-    use memplan_plugin_api::kit::testing::{assert_valid_plan, memory, tensor};
     use memplan_plugin_api::{PlanErrorKind, TensorKind, TensorRequest};
 
     fn request(options: &str) -> PlanRequest {

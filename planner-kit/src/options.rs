@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::abi::{PlanError, PlanErrorKind};
+use memplan_plugin_api::{PlanError, PlanErrorKind};
 
 /// The options object of one planner call, consumed key by key.
 #[derive(Debug)]

@@ -1,5 +1,7 @@
-//! The planner kit: ordinary Rust helpers compiled into each plugin, so that a planner only
-//! writes its packing algorithm.
+//! memplan-planner-kit: the planner SDK. Ordinary Rust helpers compiled into each plugin, so
+//! that a planner only writes its packing algorithm. It sits beside `memplan-plugin-api` (the
+//! stable ABI, which changes only when the ABI does) and can evolve freely: nothing here crosses
+//! the plugin boundary.
 //!
 //! A planner implements [`Packer`] — place a set of buffers with lifetimes in one arena —
 //! and calls [`plan_with_packer`], which does every pass planners share: constants
@@ -12,22 +14,27 @@
 //! Packing algorithms shared by several planners live here too, so that no planner
 //! duplicates another: [`bump`] (no reuse: `linear`, constants, persistent tensors) and
 //! [`greedy`] (size-ordered best/first fit: `greedy-bestfit`, and the start of searches).
-//! [`options`] parses `--planner-options` uniformly; [`testing`] builds test inputs (and a
-//! seeded generator for them) and checks packings in tests.
+//! [`options`] parses `--planner-options` uniformly.
+//!
+//! Test helpers (request builders, a seeded generator, packing and plan validity checks) are
+//! in the `testing` module behind the `testing` feature: enable it in `[dev-dependencies]`
+//! only, so that shipped plugins do not carry them.
 
 pub mod bump;
 pub mod greedy;
 pub mod options;
 mod plan;
+pub mod random;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 pub use bump::BumpPacker;
 pub use greedy::{pack_greedy, Fit, Order};
 pub use options::PlannerOptions;
 pub use plan::plan_with_packer;
+pub use random::SplitMix64;
 
-use crate::abi::{Lifetime, PlanError};
-use crate::context::HostContext;
+use memplan_plugin_api::{HostContext, Lifetime, PlanError};
 
 /// One buffer to place in an arena.
 ///

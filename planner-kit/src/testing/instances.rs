@@ -1,56 +1,30 @@
-//! Test and benchmark support (not part of the planner): reads MiniMalloc-style CSV traces
-//! straight into packer buffers, so this crate's tests and its `pack_bench` example can run the
-//! packing on the shared corpus without the host. The host has the real MiniMalloc reader
-//! (with its error reporting); this one only needs the corpus files to work.
+//! Instances for planner tests and benchmarks: generated ones (a model-like trace, guillotine
+//! cuts with a known optimum), the shared corpus's location, and conversions between packer
+//! buffers, plan requests and MiniMalloc CSV text.
+//!
+//! Reading a MiniMalloc CSV is the host's job (`memplan::input::read_model`, the one reader,
+//! with its error messages); [`buffers_from_rows`] turns the tensors it reads into buffers.
 
 use std::path::PathBuf;
 
 use memplan_plugin_api::abi_stable::std_types::{RString, RVec};
 use memplan_plugin_api::bounds::{align_up, lower_bound};
-use memplan_plugin_api::kit::testing::{memory, tensor, SplitMix64};
-use memplan_plugin_api::kit::{Buffer, FixedOffset};
 use memplan_plugin_api::{Lifetime, PlanRequest, TensorKind, TensorRequest};
 
-/// Buffers of a CSV with header columns `lower`, `upper` (half-open), `size` and optionally
-/// `alignment` and `offset` (fixed), in row order.
-pub fn parse_minimalloc_csv(text: &str) -> Result<Vec<Buffer>, String> {
-    let mut lines = text.lines().filter(|line| !line.trim().is_empty());
-    let header: Vec<&str> = lines
-        .next()
-        .ok_or("empty file")?
-        .split(',')
-        .map(str::trim)
-        .collect();
-    let column = |name: &str| header.iter().position(|&h| h == name);
-    let need = |name: &str| column(name).ok_or(format!("no `{name}` column"));
-    let (lower, upper, size) = (need("lower")?, need("upper")?, need("size")?);
-    let (alignment, offset) = (column("alignment"), column("offset"));
-    lines
-        .enumerate()
-        .map(|(row, line)| {
-            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-            let number = |index: usize| -> Result<u64, String> {
-                fields
-                    .get(index)
-                    .and_then(|field| field.parse().ok())
-                    .ok_or(format!("row {}: bad field {}", row + 2, index + 1))
-            };
-            let optional = |index: Option<usize>| match index {
-                Some(index) if fields.get(index).is_some_and(|f| !f.is_empty()) => {
-                    number(index).map(Some)
-                }
-                _ => Ok(None),
-            };
-            let (first, end) = (number(lower)?, number(upper)?);
-            if end <= first {
-                return Err(format!("row {}: empty lifetime", row + 2));
-            }
-            Ok(Buffer {
-                size: number(size)?,
-                alignment: optional(alignment)?.unwrap_or(1),
-                lifetime: Lifetime::new(first as u32, (end - 1) as u32),
-                fixed_offset: optional(offset)?.into(),
-            })
+use super::{buffer, memory, tensor};
+use crate::{Buffer, FixedOffset, SplitMix64};
+
+/// Packer buffers from rows of `(size, alignment, lifetime, fixed offset)`, e.g. the tensors
+/// the host reads from a MiniMalloc CSV; a missing alignment is 1.
+pub fn buffers_from_rows(
+    rows: impl IntoIterator<Item = (u64, Option<u64>, Lifetime, Option<u64>)>,
+) -> Vec<Buffer> {
+    rows.into_iter()
+        .map(|(size, alignment, lifetime, fixed_offset)| Buffer {
+            size,
+            alignment: alignment.unwrap_or(1).max(1),
+            lifetime,
+            fixed_offset: fixed_offset.into(),
         })
         .collect()
 }
@@ -155,11 +129,62 @@ pub fn corpus_dir(sub: &str) -> Option<PathBuf> {
     Some(dir)
 }
 
-/// Reads and parses one corpus file.
-pub fn read_buffers(path: &std::path::Path) -> Vec<Buffer> {
-    let text =
-        std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
-    parse_minimalloc_csv(&text).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+#[derive(Clone, Copy)]
+struct Piece {
+    bytes: (u64, u64),
+    steps: (u32, u32),
+}
+
+/// `pieces` buffers tiling a `width` x `steps` rectangle (bytes x steps), cut by seeded
+/// random guillotine cuts. Fewer pieces come back only if no piece can be cut further.
+pub fn rectangle_cut(width: u64, steps: u32, pieces: usize, seed: u64) -> Vec<Buffer> {
+    let mut random = SplitMix64::new(seed);
+    let mut done: Vec<Piece> = vec![Piece {
+        bytes: (0, width),
+        steps: (0, steps - 1),
+    }];
+    let mut stuck = 0;
+    while done.len() < pieces && stuck < 1000 {
+        let index = random.below(done.len() as u64) as usize;
+        let piece = done[index];
+        let height = piece.bytes.1 - piece.bytes.0;
+        let length = piece.steps.1 - piece.steps.0 + 1;
+        let cut_bytes = random.below(2) == 0;
+        let (first, second) = if cut_bytes && height >= 2 {
+            let at = piece.bytes.0 + 1 + random.below(height - 1);
+            (
+                Piece {
+                    bytes: (piece.bytes.0, at),
+                    ..piece
+                },
+                Piece {
+                    bytes: (at, piece.bytes.1),
+                    ..piece
+                },
+            )
+        } else if !cut_bytes && length >= 2 {
+            let at = piece.steps.0 + random.below(u64::from(length - 1)) as u32;
+            (
+                Piece {
+                    steps: (piece.steps.0, at),
+                    ..piece
+                },
+                Piece {
+                    steps: (at + 1, piece.steps.1),
+                    ..piece
+                },
+            )
+        } else {
+            stuck += 1;
+            continue;
+        };
+        stuck = 0;
+        done[index] = first;
+        done.push(second);
+    }
+    done.iter()
+        .map(|piece| buffer(piece.bytes.1 - piece.bytes.0, piece.steps.0, piece.steps.1))
+        .collect()
 }
 
 #[cfg(test)]
@@ -167,12 +192,47 @@ mod tests {
     use super::*;
 
     #[test]
-    fn half_open_lifetimes_become_inclusive_and_optional_columns_are_read() {
-        let buffers = parse_minimalloc_csv(
-            "id,lower,upper,size,alignment,offset\nx,2,5,10,8,\ny,0,1,3,,16\n",
-        )
-        .unwrap();
-        assert_eq!(buffers[0].lifetime, Lifetime::new(2, 4));
+    fn cut_pieces_tile_the_rectangle() {
+        let buffers = rectangle_cut(1000, 50, 40, 3);
+        assert_eq!(buffers.len(), 40);
+        let area: u64 = buffers
+            .iter()
+            .map(|buffer| buffer.size * u64::from(buffer.lifetime.duration()))
+            .sum();
+        assert_eq!(area, 1000 * 50);
+        assert_eq!(
+            lower_bound(buffers.iter().map(|buffer| (buffer.size, buffer.lifetime))),
+            1000
+        );
+    }
+
+    #[test]
+    fn generated_traces_are_seeded_and_model_like() {
+        let trace = model_like_trace(1000, 3);
+        assert_eq!(trace, model_like_trace(1000, 3));
+        let short = trace.iter().filter(|b| b.lifetime.duration() <= 2).count();
+        assert!(
+            (850..950).contains(&short),
+            "{short} of 1000 live at most 2 steps"
+        );
+        let text = minimalloc_csv(&trace[..2]);
+        let first = &trace[0];
+        assert!(
+            text.starts_with("id,lower,upper,size,alignment\n0,"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(",{},{},16\n", first.lifetime.last + 1, first.size)),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn rows_become_buffers_with_alignment_at_least_one() {
+        let buffers = buffers_from_rows([
+            (10, Some(8), Lifetime::new(2, 4), None),
+            (3, None, Lifetime::new(0, 0), Some(16)),
+        ]);
         assert_eq!(
             (buffers[0].alignment, buffers[0].fixed_offset.get()),
             (8, None)
@@ -180,23 +240,6 @@ mod tests {
         assert_eq!(
             (buffers[1].alignment, buffers[1].fixed_offset.get()),
             (1, Some(16))
-        );
-        assert!(parse_minimalloc_csv("id,lower,size\n").is_err());
-        assert!(parse_minimalloc_csv("id,lower,upper,size\n0,3,3,1\n").is_err());
-    }
-
-    #[test]
-    fn generated_traces_round_trip_through_csv() {
-        let trace = model_like_trace(1000, 3);
-        assert_eq!(trace, model_like_trace(1000, 3));
-        assert_eq!(
-            parse_minimalloc_csv(&minimalloc_csv(&trace)).unwrap(),
-            trace
-        );
-        let short = trace.iter().filter(|b| b.lifetime.duration() <= 2).count();
-        assert!(
-            (850..950).contains(&short),
-            "{short} of 1000 live at most 2 steps"
         );
     }
 }

@@ -78,9 +78,9 @@
 
 use std::ops::RangeInclusive;
 
-use super::{Buffer, Packing};
-use crate::abi::Lifetime;
-use crate::bounds::align_up;
+use crate::{Buffer, Packing};
+use memplan_plugin_api::bounds::align_up;
+use memplan_plugin_api::Lifetime;
 
 /// Buffers covering at most this many points are short (see the module documentation): in
 /// a model, a tensor read by the next op. Short buffers are copied into the list of every
@@ -995,9 +995,9 @@ mod tests {
     use std::cmp::Reverse;
 
     use super::*;
-    use crate::abi::Lifetime;
-    use crate::kit::testing::{assert_valid_packing, buffer};
-    use crate::kit::FixedOffset;
+    use crate::testing::{assert_valid_packing, buffer};
+    use crate::FixedOffset;
+    use memplan_plugin_api::Lifetime;
 
     /// TFLite Micro's `greedy_medium` test trace: sizes with inclusive lifetimes.
     fn greedy_medium() -> Vec<Buffer> {

@@ -48,16 +48,16 @@
 
 use std::collections::BTreeMap;
 
-use abi_stable::std_types::{RString, RVec};
+use memplan_plugin_api::abi_stable::std_types::{RString, RVec};
 
-use super::bump::BumpPacker;
-use super::{Buffer, Packer};
-use crate::abi::{
+use crate::bump::BumpPacker;
+use crate::{Buffer, Packer};
+use memplan_plugin_api::bounds::align_up;
+use memplan_plugin_api::HostContext;
+use memplan_plugin_api::{
     Allocation, Arena, ArenaRole, Binding, MemoryPlan, PlanError, PlanErrorKind, PlanRequest,
     TensorRequest,
 };
-use crate::bounds::align_up;
-use crate::context::HostContext;
 
 /// Plans a whole request with `packer` doing the scratch packing (see the module docs).
 pub fn plan_with_packer(
@@ -675,13 +675,13 @@ impl<'a> KitState<'a> {
 
 #[cfg(test)]
 mod tests {
-    use abi_stable::std_types::{ROption, RString, RVec};
+    use memplan_plugin_api::abi_stable::std_types::{ROption, RString, RVec};
 
     use super::*;
-    use crate::abi::{AliasOf, MemoryRequest, TensorKind, TensorRequest};
-    use crate::kit::greedy::{pack_greedy, Fit, Order};
-    use crate::kit::testing::{assert_valid_plan, memory, tensor};
-    use crate::kit::Packing;
+    use crate::greedy::{pack_greedy, Fit, Order};
+    use crate::testing::{assert_valid_plan, memory, tensor};
+    use crate::Packing;
+    use memplan_plugin_api::{AliasOf, MemoryRequest, TensorKind, TensorRequest};
 
     struct Greedy;
     impl Packer for Greedy {

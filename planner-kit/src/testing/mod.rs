@@ -2,64 +2,29 @@
 //! hand, a seeded generator for random instances ([`SplitMix64`]), and checking that a
 //! packing, or a whole plan, is valid.
 //!
-//! Compiled into the library (not `cfg(test)`) so that every planner crate's tests, and the
-//! host's tests and benchmarks, share one copy. The validity checks are plain pairwise
+//! Behind the kit's `testing` feature (and the kit's own `cfg(test)`), so that every planner
+//! crate's tests, and the host's tests and benchmarks, share one copy through a
+//! dev-dependency while shipped plugins carry none of it. The validity checks are plain pairwise
 //! comparisons, O(n^2): meant for test inputs of a few thousand buffers, not for production
 //! paths (the host's checker does the O(n log n) sweep and is the authority on plans).
 
 use std::collections::BTreeMap;
 
-use abi_stable::std_types::{ROption, RString};
+use memplan_plugin_api::abi_stable::std_types::{ROption, RString};
 
-use super::{Buffer, FixedOffset, Packing};
-use crate::abi::{
+use crate::{Buffer, FixedOffset, Packing};
+use memplan_plugin_api::{
     Allocation, ArenaRole, Binding, Lifetime, MemoryPlan, MemoryRequest, PlanRequest, TensorKind,
     TensorRequest,
 };
 
-/// A small seeded pseudo-random generator (SplitMix64, Steele, Lea and Flood 2014) for test
-/// and benchmark instances: the same seed gives the same numbers on every platform and run,
-/// so a failing seed reproduces and a benchmark measures the same instance every time.
-///
-/// The state is the seed itself; each step adds the golden-ratio increment and mixes the
-/// result. Statistical quality is ample for spreading test cases, and it is not meant for
-/// anything else (not cryptographic, and [`SplitMix64::below`] has a modulo bias that tests
-/// do not care about). Changing this sequence changes every seeded test and benchmark
-/// instance built from it: the unit tests pin its first values.
-#[derive(Clone, Debug)]
-pub struct SplitMix64 {
-    state: u64,
-}
+pub use crate::random::SplitMix64;
 
-impl SplitMix64 {
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64 { state: seed }
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..bound` (`bound > 0`), from one call to [`SplitMix64::next_u64`].
-    pub fn below(&mut self, bound: u64) -> u64 {
-        self.next_u64() % bound
-    }
-
-    /// True `percent` times in a hundred.
-    pub fn percent(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-
-    /// One of `items` (not empty), each as likely.
-    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
+mod instances;
+pub use instances::{
+    aligned_lower_bound, buffers_from_rows, corpus_dir, minimalloc_csv, model_like_trace,
+    rectangle_cut, single_memory_request,
+};
 
 /// CPU time this thread has run for (Linux `/proc/thread-self/schedstat`), `None`
 /// elsewhere. For benchmarks on a shared machine: wall time includes waiting for a core, CPU

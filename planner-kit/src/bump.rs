@@ -8,10 +8,10 @@
 //!
 //! Cost: O(n + f log f) for n buffers of which f have fixed offsets.
 
-use super::{Buffer, Packer, Packing};
-use crate::abi::PlanError;
-use crate::bounds::align_up;
-use crate::context::HostContext;
+use crate::{Buffer, Packer, Packing};
+use memplan_plugin_api::bounds::align_up;
+use memplan_plugin_api::HostContext;
+use memplan_plugin_api::PlanError;
 
 /// The [`Packer`] that never reuses bytes (see the module documentation).
 #[derive(Clone, Copy, Debug, Default)]
@@ -71,8 +71,8 @@ pub fn pack_bump(buffers: &[Buffer]) -> Packing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kit::testing::{assert_valid_packing, buffer};
-    use crate::kit::FixedOffset;
+    use crate::testing::{assert_valid_packing, buffer};
+    use crate::FixedOffset;
 
     #[test]
     fn buffers_follow_one_another_aligned() {
