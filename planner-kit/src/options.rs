@@ -65,6 +65,23 @@ impl PlannerOptions {
         }
     }
 
+    /// Takes option `key`, a number of seconds (finite, `>= 0`, below 10^9); `None` when the
+    /// option was not given.
+    pub fn take_seconds(&mut self, key: &str) -> Result<Option<std::time::Duration>, PlanError> {
+        let Some(value) = self.remaining.remove(key) else {
+            return Ok(None);
+        };
+        match value.as_f64() {
+            Some(seconds) if seconds.is_finite() && (0.0..1e9).contains(&seconds) => {
+                Ok(Some(std::time::Duration::from_secs_f64(seconds)))
+            }
+            _ => Err(invalid(format!(
+                "planner `{}`: option `{key}` must be a number of seconds >= 0, got {value}",
+                self.planner
+            ))),
+        }
+    }
+
     /// Fails when options other than those already taken remain, naming them and the
     /// `accepted` option names.
     pub fn finish(self, accepted: &[&str]) -> Result<(), PlanError> {
@@ -130,5 +147,23 @@ mod tests {
         assert!(error.message.contains("`colour`"), "{}", error.message);
         assert!(PlannerOptions::parse("p", "[1]").is_err());
         assert!(PlannerOptions::parse("p", "{").is_err());
+    }
+
+    #[test]
+    fn seconds_are_non_negative_finite_numbers() {
+        let mut options = PlannerOptions::parse("p", r#"{"t": 2.5, "u": -1, "v": "3"}"#).unwrap();
+        assert_eq!(
+            options.take_seconds("t").unwrap(),
+            Some(std::time::Duration::from_millis(2500))
+        );
+        assert_eq!(options.take_seconds("absent").unwrap(), None);
+        for key in ["u", "v"] {
+            let error = options.take_seconds(key).unwrap_err();
+            assert!(
+                error.message.contains(&format!("`{key}`")),
+                "{}",
+                error.message
+            );
+        }
     }
 }

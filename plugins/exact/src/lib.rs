@@ -26,7 +26,7 @@
 
 use std::time::{Duration, Instant};
 
-use memplan_planner_kit::{plan_with_packer, Buffer, Packer, Packing};
+use memplan_planner_kit::{plan_with_packer, Buffer, Packer, Packing, PlannerOptions};
 use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanErrorKind, PlanRequest, Planner};
 
 pub mod greedy;
@@ -88,39 +88,12 @@ pub struct ExactOptions {
 
 impl ExactOptions {
     pub fn parse(json: &str) -> Result<ExactOptions, PlanError> {
-        let invalid = |message: String| PlanError::new(PlanErrorKind::InvalidRequest, message);
-        let text = if json.trim().is_empty() { "{}" } else { json };
-        let value: serde_json::Value = serde_json::from_str(text)
-            .map_err(|error| invalid(format!("planner `exact`: options are not JSON: {error}")))?;
-        let object = value.as_object().ok_or_else(|| {
-            invalid(format!(
-                "planner `exact`: options must be a JSON object like {{\"time_limit_s\": 5}}, got {text}"
-            ))
-        })?;
-        let mut options = ExactOptions {
-            time_limit: DEFAULT_TIME_LIMIT,
-        };
-        for (key, value) in object {
-            match key.as_str() {
-                "time_limit_s" => {
-                    let seconds = value
-                        .as_f64()
-                        .filter(|seconds| seconds.is_finite() && *seconds >= 0.0 && *seconds < 1e9)
-                        .ok_or_else(|| {
-                            invalid(format!(
-                                "planner `exact`: option `time_limit_s` must be a number of seconds >= 0, got {value}"
-                            ))
-                        })?;
-                    options.time_limit = Duration::from_secs_f64(seconds);
-                }
-                other => {
-                    return Err(invalid(format!(
-                        "planner `exact`: unknown option `{other}` (known options: time_limit_s)"
-                    )))
-                }
-            }
-        }
-        Ok(options)
+        let mut options = PlannerOptions::parse(Exact::NAME, json)?;
+        let time_limit = options.take_seconds("time_limit_s")?;
+        options.finish(&["time_limit_s"])?;
+        Ok(ExactOptions {
+            time_limit: time_limit.unwrap_or(DEFAULT_TIME_LIMIT),
+        })
     }
 }
 
