@@ -27,7 +27,7 @@
 use std::time::{Duration, Instant};
 
 use memplan_planner_kit::{plan_with_packer, Buffer, Packer, Packing, PlannerOptions};
-use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanErrorKind, PlanRequest, Planner};
+use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanRequest, Planner};
 
 pub mod greedy;
 pub mod problem;
@@ -524,7 +524,10 @@ mod tests {
             DEFAULT_TIME_LIMIT
         );
         let error = ExactOptions::parse("{\"time_limit\": 2}").unwrap_err();
-        assert_eq!(error.kind, PlanErrorKind::InvalidRequest);
+        assert_eq!(
+            error.kind,
+            memplan_plugin_api::PlanErrorKind::InvalidRequest
+        );
         assert!(error.message.contains("`time_limit`"), "{}", error.message);
         assert!(ExactOptions::parse("{\"time_limit_s\": -1}").is_err());
     }
