@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use memplan::analyze::Analysis;
 use memplan::check::check_plan;
-use memplan_planner_kit::testing::{allocation, memory, tensor, SplitMix64};
+use memplan_planner_kit::testing::{allocation, memory, tensor, XorShift64Star};
 use memplan_plugin_api::abi_stable::library::lib_header_from_path;
 use memplan_plugin_api::abi_stable::std_types::{RSome, RString, RVec};
 use memplan_plugin_api::bounds::align_up;
@@ -36,7 +36,7 @@ const MRAM: u32 = 1;
 /// The request and a valid plan for it.
 fn model_like() -> (Analysis, MemoryPlan) {
     // Seeded, so that every run checks the same plan.
-    let mut rng = SplitMix64::new(7);
+    let mut rng = XorShift64Star::new(7);
     let mut tensors = Vec::with_capacity(TENSORS);
     let mut allocations = Vec::with_capacity(TENSORS);
     // Roughly: 6 of 10 tensors are scratch (1 in 20 of those an alias of the previous

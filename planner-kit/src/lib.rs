@@ -32,7 +32,7 @@ pub use bump::BumpPacker;
 pub use greedy::{pack_greedy, Fit, Order};
 pub use options::PlannerOptions;
 pub use plan::plan_with_packer;
-pub use random::SplitMix64;
+pub use random::XorShift64Star;
 
 use memplan_plugin_api::{HostContext, Lifetime, PlanError};
 

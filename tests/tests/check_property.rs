@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use memplan::analyze::Analysis;
 use memplan::check::{check_plan, ViolationKind};
-use memplan_planner_kit::testing::SplitMix64;
+use memplan_planner_kit::testing::XorShift64Star;
 use memplan_plugin_api::abi_stable::library::lib_header_from_path;
 use memplan_plugin_api::abi_stable::std_types::{RNone, RSome, RStr, RString, RVec};
 use memplan_plugin_api::{
@@ -40,7 +40,7 @@ fn memory(name: &str, writable: bool, scratch_order: Option<u32>) -> MemoryReque
 /// constants (cold in MRAM or staged into SRAM/DTCM) and persistent tensors for the whole run,
 /// aliases sharing their root's kind, placement and lifetime, at most one fixed offset, some
 /// empty tensors, no budgets.
-fn random_request(rng: &mut SplitMix64) -> PlanRequest {
+fn random_request(rng: &mut XorShift64Star) -> PlanRequest {
     let num_steps = 1 + rng.below(12) as u32;
     let last = num_steps - 1;
     let count = 1 + rng.below(40) as usize;
@@ -188,12 +188,12 @@ fn set_offset(plan: &mut MemoryPlan, position: usize, offset: u64) {
 }
 
 /// A single change that breaks a valid plan, and the kind of violation it must cause.
-type Mutation = fn(&mut SplitMix64, &PlanRequest, &mut MemoryPlan) -> Option<ViolationKind>;
+type Mutation = fn(&mut XorShift64Star, &PlanRequest, &mut MemoryPlan) -> Option<ViolationKind>;
 
 /// Moves a slot onto another slot of its arena that is live at the same time; without such a
 /// pair, moves a slot to the end of its arena.
 fn move_an_offset(
-    rng: &mut SplitMix64,
+    rng: &mut XorShift64Star,
     request: &PlanRequest,
     plan: &mut MemoryPlan,
 ) -> Option<ViolationKind> {
@@ -229,7 +229,7 @@ fn move_an_offset(
 }
 
 fn drop_a_tensor(
-    rng: &mut SplitMix64,
+    rng: &mut XorShift64Star,
     _: &PlanRequest,
     plan: &mut MemoryPlan,
 ) -> Option<ViolationKind> {
@@ -242,7 +242,7 @@ fn drop_a_tensor(
 }
 
 fn change_a_role(
-    rng: &mut SplitMix64,
+    rng: &mut XorShift64Star,
     request: &PlanRequest,
     plan: &mut MemoryPlan,
 ) -> Option<ViolationKind> {
@@ -270,7 +270,7 @@ fn change_a_role(
 
 /// Makes an arena one byte shorter than its highest slot end.
 fn shrink_an_arena(
-    rng: &mut SplitMix64,
+    rng: &mut XorShift64Star,
     request: &PlanRequest,
     plan: &mut MemoryPlan,
 ) -> Option<ViolationKind> {
@@ -297,7 +297,7 @@ fn shrink_an_arena(
 /// Moves a slot that needs alignment one byte up; without one, gives an arena an alignment
 /// that is not a power of two.
 fn misalign(
-    rng: &mut SplitMix64,
+    rng: &mut XorShift64Star,
     request: &PlanRequest,
     plan: &mut MemoryPlan,
 ) -> Option<ViolationKind> {
@@ -375,7 +375,7 @@ fn shipped_planners_pass_the_checker_and_every_mutation_is_caught() {
     for planner in &planners {
         let mut applied = [0usize; MUTATIONS.len()];
         for seed in 0..SEEDS {
-            let mut rng = SplitMix64::new(seed);
+            let mut rng = XorShift64Star::new(seed);
             let analysis = analysis_of(random_request(&mut rng));
             let deadline = Instant::now() + PLANNING_TIME;
             let plan = (planner.plan)(&analysis.request, &with_deadline(&deadline))

@@ -12,7 +12,7 @@ use memplan_plugin_api::bounds::{align_up, lower_bound};
 use memplan_plugin_api::{Lifetime, PlanRequest, TensorKind, TensorRequest};
 
 use super::{buffer, memory, tensor};
-use crate::{Buffer, FixedOffset, SplitMix64};
+use crate::{Buffer, FixedOffset, XorShift64Star};
 
 /// Packer buffers from rows of `(size, alignment, lifetime, fixed offset)`, e.g. the tensors
 /// the host reads from a MiniMalloc CSV; a missing alignment is 1.
@@ -62,7 +62,7 @@ pub fn single_memory_request(buffers: &[Buffer]) -> PlanRequest {
 /// steps: skip connections), and four live the whole run (graph inputs and outputs). Sizes
 /// log-uniform from 16 B to 128 KiB, in multiples of 16, alignment 16.
 pub fn model_like_trace(count: usize, seed: u64) -> Vec<Buffer> {
-    let mut random = SplitMix64::new(seed);
+    let mut random = XorShift64Star::new(seed);
     let steps = (count / 2).max(1) as u32;
     (0..count)
         .map(|index| {
@@ -138,7 +138,7 @@ struct Piece {
 /// `pieces` buffers tiling a `width` x `steps` rectangle (bytes x steps), cut by seeded
 /// random guillotine cuts. Fewer pieces come back only if no piece can be cut further.
 pub fn rectangle_cut(width: u64, steps: u32, pieces: usize, seed: u64) -> Vec<Buffer> {
-    let mut random = SplitMix64::new(seed);
+    let mut random = XorShift64Star::new(seed);
     let mut done: Vec<Piece> = vec![Piece {
         bytes: (0, width),
         steps: (0, steps - 1),

@@ -233,7 +233,7 @@ impl<'a> Search<'a> {
             .collect();
         let noise: Vec<u64> = match order {
             Order::Shuffled(seed) => {
-                let mut random = memplan_planner_kit::SplitMix64::new(seed);
+                let mut random = memplan_planner_kit::XorShift64Star::new(seed);
                 items.iter().map(|_| 64 + random.below(64)).collect()
             }
             _ => Vec::new(),
@@ -903,7 +903,7 @@ mod tests {
 
     #[test]
     fn agrees_with_brute_force_on_small_random_instances() {
-        let mut random = memplan_planner_kit::SplitMix64::new(7);
+        let mut random = memplan_planner_kit::XorShift64Star::new(7);
         for _ in 0..100 {
             let count = 3 + random.below(5) as usize;
             let buffers: Vec<Buffer> = (0..count)
