@@ -96,9 +96,10 @@ pub struct PlanArgs {
     /// Planner(s) to run, by NAME; several separated by commas keep the smallest plan.
     #[arg(long, value_name = "NAME[,NAME...]", default_value = "greedy-bestfit")]
     pub planner: String,
-    /// Planner options as a JSON object.
-    #[arg(long = "planner-options", value_name = "JSON", default_value = "{}")]
-    pub planner_options: String,
+    /// Planner options: a JSON object given to every planner, or NAME=JSON for planner NAME
+    /// only (repeatable, e.g. `--planner-options 'greedy-bestfit={"fit":"first"}'`).
+    #[arg(long = "planner-options", value_name = "[NAME=]JSON")]
+    pub planner_options: Vec<String>,
     #[command(flatten)]
     pub target: TargetArgs,
     /// Prefix of emitted C symbols and file names.
@@ -159,9 +160,10 @@ pub struct BenchArgs {
     /// Planners to compare, by NAME, separated by commas.
     #[arg(long, value_name = "NAME[,NAME...]", default_value = "greedy-bestfit")]
     pub planner: String,
-    /// Planner options as a JSON object (given to every planner).
-    #[arg(long = "planner-options", value_name = "JSON", default_value = "{}")]
-    pub planner_options: String,
+    /// Planner options: a JSON object given to every planner, or NAME=JSON for planner NAME
+    /// only (repeatable, e.g. `--planner-options 'greedy-bestfit={"fit":"first"}'`).
+    #[arg(long = "planner-options", value_name = "[NAME=]JSON")]
+    pub planner_options: Vec<String>,
     #[command(flatten)]
     pub target: TargetArgs,
     /// Runs of each planner per input; the median time is reported.

@@ -4,7 +4,10 @@
 
 use std::path::PathBuf;
 
-use memplan_tests::{describe, fixture_plugin, library_file_name, plan_tiny, plugin_dir_with};
+use memplan_tests::{
+    describe, failed_with, fixture_plugin, library_file_name, memplan, plan_tiny, plugin_dir_with,
+    temp_dir, workspace_root,
+};
 use serde_json::{json, Value};
 
 /// A plan that overlaps, then two good planners that tie (on the tiny model both need 128
@@ -121,5 +124,66 @@ fn one_planner_lists_no_candidates() {
     assert!(
         stdout.lines().nth(1).unwrap().starts_with("plan_hash "),
         "{stdout}"
+    );
+}
+
+/// `memplan plan examples/tiny_conv.json ARGS --format json` with a fresh output directory.
+fn plan_example_json(label: &str, args: &[&str]) -> (std::process::Output, Option<Value>) {
+    let out = temp_dir(label);
+    let model = workspace_root().join("examples/tiny_conv.json");
+    let mut command = memplan();
+    command.arg("plan").arg(&model).args(args);
+    command.args(["--format", "json", "--out"]).arg(&out);
+    let output = command.output().expect("run memplan");
+    let document = serde_json::from_slice(&output.stdout).ok();
+    (output, document)
+}
+
+#[test]
+fn each_planner_gets_its_own_options() {
+    // `fit` is greedy-bestfit's option: linear refuses it, so it must reach greedy-bestfit only.
+    let first_fit = r#"greedy-bestfit={"fit":"first"}"#;
+    let (output, both) = plan_example_json(
+        "per-planner-options",
+        &[
+            "--planner",
+            "greedy-bestfit,linear",
+            "--planner-options",
+            first_fit,
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let both = both.expect("a JSON summary");
+    let candidates = both["candidates"].as_array().expect("candidates");
+    assert!(
+        candidates.iter().all(|candidate| candidate["ok"] == true),
+        "{candidates:?}"
+    );
+    let (output, alone) = plan_example_json(
+        "per-planner-options-alone",
+        &[
+            "--planner",
+            "greedy-bestfit",
+            "--planner-options",
+            r#"{"fit":"first"}"#,
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let alone = alone.expect("a JSON summary");
+    assert_eq!(both["planner"], "greedy-bestfit");
+    assert_eq!(both["tensor_layout_hash"], alone["tensor_layout_hash"]);
+}
+
+#[test]
+fn options_for_a_planner_not_selected_are_a_usage_error_before_the_model_is_read() {
+    let output = memplan()
+        .args(["plan", "no-such-model.json", "--planner", "greedy-bestfit"])
+        .args(["--planner-options", r#"exact={"time_limit_s":1}"#])
+        .output()
+        .expect("run memplan");
+    let message = failed_with(&output, 2);
+    assert!(
+        message.contains("`exact` is not selected") && !message.contains("no-such-model"),
+        "{message}"
     );
 }

@@ -20,14 +20,13 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use abi_stable::std_types::RString;
 use memplan_plugin_api::bounds::{align_up, lower_bound};
 use memplan_plugin_api::{ArenaRole, MemoryPlan, PlanRequest};
 use serde_json::{json, Value};
 
 use crate::check::{self, Violations};
 use crate::cli::{BenchArgs, BenchFormat};
-use crate::commands::select::parse_planner_list;
+use crate::commands::select::{parse_planner_list, PlannerOptionsByName};
 use crate::error::{Error, Result};
 use crate::registry::{Registry, RunLimits};
 
@@ -69,6 +68,7 @@ pub struct BenchRow {
 
 pub fn run(args: &BenchArgs, show_progress: bool) -> Result<ExitCode> {
     let planners = parse_planner_list(&args.planner)?;
+    let options = PlannerOptionsByName::parse(&args.planner_options, &planners)?;
     let trust = super::trust_policy(&args.plugins)?;
     let selected: Vec<&str> = planners.iter().map(String::as_str).collect();
     let registry = Registry::discover(&args.plugins.plugin_dirs, &trust, &selected)?;
@@ -81,9 +81,9 @@ pub fn run(args: &BenchArgs, show_progress: bool) -> Result<ExitCode> {
     for path in &args.inputs {
         let mut analysis = super::read_and_analyze(path, &args.target)?;
         analysis.ensure_plannable()?;
-        analysis.request.options = RString::from(args.planner_options.as_str());
         let label = path.display().to_string();
         for planner in &planners {
+            options.set_for(&mut analysis.request, planner);
             let outcome = measure_planner(
                 &analysis.request,
                 planner,
@@ -349,6 +349,7 @@ impl Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use abi_stable::std_types::RString;
     use abi_stable::std_types::{ROption, RVec};
     use memplan_planner_kit::testing::allocation;
     use memplan_plugin_api::{AliasOf, TensorKind, TensorRequest};

@@ -3,8 +3,6 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use abi_stable::std_types::RString;
-
 use crate::cli::{Format, PlanArgs, Verbosity};
 use crate::commands::select;
 use crate::emit::summary::{self, RunReport};
@@ -38,6 +36,7 @@ pub fn run(args: &PlanArgs, verbosity: Verbosity) -> Result<ExitCode> {
     let limits = RunLimits::from_timeout_seconds(args.timeout)?;
     let trust = super::trust_policy(&args.plugins)?;
     let names = select::parse_planner_list(&args.planner)?;
+    let options = select::PlannerOptionsByName::parse(&args.planner_options, &names)?;
     let selected: Vec<&str> = names.iter().map(String::as_str).collect();
     let registry = Registry::discover(&args.plugins.plugin_dirs, &trust, &selected)?;
     let planners = names
@@ -55,21 +54,30 @@ pub fn run(args: &PlanArgs, verbosity: Verbosity) -> Result<ExitCode> {
         super::read_and_analyze(&args.input, &args.target)
     })?;
     analysis.ensure_plannable()?;
-    analysis.request.options = RString::from(args.planner_options.as_str());
 
     // Each candidate plan is checked before it may compete, so a wrong plan never wins.
     let mut check_time = Duration::ZERO;
     let planning_start = Instant::now();
+    // The request carries the first planner's options; another planner whose options differ
+    // gets a copy with its own (a cost paid only with per-planner options).
+    options.set_for(&mut analysis.request, &names[0]);
     let selection = select::select_plan(&names, &analysis.request, |name| {
         let index = names
             .iter()
             .position(|n| n == name)
             .expect("name from the list");
+        let own_options;
+        let request = if analysis.request.options.as_str() == options.for_planner(name) {
+            &analysis.request
+        } else {
+            let mut copy = analysis.request.clone();
+            options.set_for(&mut copy, name);
+            own_options = copy;
+            &own_options
+        };
         let plan = match &isolation {
-            Some(isolation) => {
-                planners[index].run_isolated(&analysis.request, &limits, isolation)?
-            }
-            None => planners[index].run(&analysis.request, &limits)?,
+            Some(isolation) => planners[index].run_isolated(request, &limits, isolation)?,
+            None => planners[index].run(request, &limits)?,
         };
         let check_start = Instant::now();
         let checked = check::check_plan(&analysis, plan).map_err(|violations| {
