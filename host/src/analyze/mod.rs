@@ -61,6 +61,7 @@ pub fn analyze(
 ) -> Result<Analysis> {
     let limits = constraints.apply(target)?;
     check_rule_memories(target, rules)?;
+    let model = lifetimes::tflite_micro::resolve(model)?;
     let roots = aliases::resolve(&model)?;
     let lifetimes = lifetimes::derive(&model, &roots)?;
     let file = model.path.display().to_string();
@@ -322,7 +323,7 @@ mod tests {
             ],
             inputs: vec![0],
             outputs: vec![2],
-            num_steps: None,
+            ..Model::default()
         }
     }
 
@@ -634,7 +635,7 @@ mod tests {
             }],
             inputs: vec![0, 1],
             outputs: vec![2],
-            num_steps: None,
+            ..Model::default()
         };
         let analysis = analyze(
             model,

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::input::model::{Lifetime, Model, Tensor, TensorKind, MAX_TENSOR_BYTES};
+use crate::input::model::{Lifetime, LifetimeRule, Model, Tensor, TensorKind, MAX_TENSOR_BYTES};
 use crate::input::source::{read_text, text_from_bytes};
 
 const WHAT: &str = "a MiniMalloc CSV with header id,lower,upper,size";
@@ -166,6 +166,7 @@ fn parse_minimalloc_csv(path: &Path, text: &str) -> Result<Model> {
         inputs: Vec::new(),
         outputs: Vec::new(),
         num_steps: Some(num_steps),
+        rule: LifetimeRule::Sequential,
     })
 }
 

@@ -23,7 +23,7 @@ use serde::Deserialize;
 use crate::error::{Error, Result};
 use crate::input::base64;
 use crate::input::model::{
-    Lifetime, Model, ModelAlias, Operator, Tensor, TensorKind, MAX_TENSOR_BYTES,
+    Lifetime, LifetimeRule, Model, ModelAlias, Operator, Tensor, TensorKind, MAX_TENSOR_BYTES,
 };
 use crate::input::source::{parse_json, read_text, text_from_bytes, JsonId};
 
@@ -657,6 +657,7 @@ fn build_model(path: &Path, doc: ModelDoc<'_>) -> Result<Model> {
         inputs,
         outputs,
         num_steps: None,
+        rule: LifetimeRule::Sequential,
     })
 }
 

@@ -7,6 +7,7 @@
 pub mod base64;
 pub mod constraints;
 pub mod csv;
+pub mod graph;
 pub mod json;
 pub mod model;
 pub mod rules;
@@ -18,7 +19,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 pub use constraints::{Constraints, MemoryConstraint, MemoryLimit};
-pub use model::{Model, ModelAlias, Operator, Tensor};
+pub use model::{LifetimeRule, Model, ModelAlias, Operator, Tensor};
 pub use rules::{Attributes, Rules};
 pub use target::{Target, TargetMemory};
 

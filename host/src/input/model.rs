@@ -4,6 +4,7 @@
 //! Tensors refer to each other by index into [`Model::tensors`]. Every reader validates
 //! indices, so later stages may index without checks.
 
+use crate::input::graph::TfliteGraph;
 use std::path::PathBuf;
 
 pub use memplan_plugin_api::{Lifetime, TensorKind};
@@ -26,6 +27,21 @@ pub struct Model {
     /// Number of op steps when lifetimes are explicit (pure buffer-packing problems, CSV,
     /// `.tflite` with TFLite Micro's lifetimes); `None` derives steps from the operators.
     pub num_steps: Option<u32>,
+    /// How lifetimes follow from the model; chosen by the format, applied by analysis.
+    pub rule: LifetimeRule,
+}
+
+/// The lifetime rule of a model (`analyze::lifetimes`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum LifetimeRule {
+    /// Operators run one per step in list order; explicit lifetimes replace derived ones
+    /// (memplan JSON, MiniMalloc CSV).
+    #[default]
+    Sequential,
+    /// TensorFlow Lite Micro's: the tensors, their lifetimes and arena sizes follow from the
+    /// graph as TFLite Micro walks it. `tensors` and `operators` are empty until analysis
+    /// applies the rule.
+    TfliteMicro(Box<TfliteGraph>),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use super::read_tflite;
+use crate::analyze::lifetimes::tflite_micro::resolve;
 use crate::input::model::{Lifetime, Model, TensorKind};
 use memplan_plugin_api::ArenaRole;
 
@@ -117,7 +118,9 @@ fn corpus_models_match_tflite_micro_graph_only_figures() {
     let Some(dir) = models_dir() else { return };
     let mut mismatches = Vec::new();
     for (file, graph_only) in GRAPH_ONLY {
-        let model = read_tflite(&dir.join(file)).unwrap_or_else(|err| panic!("{file}: {err}"));
+        let model = read_tflite(&dir.join(file))
+            .and_then(resolve)
+            .unwrap_or_else(|err| panic!("{file}: {err}"));
         let arena = tflm_greedy_arena(&scratch_buffers(&model));
         if arena != graph_only {
             mismatches.push(format!(
@@ -146,7 +149,9 @@ fn corpus_models_match_tflite_micro_graph_only_figures() {
 #[test]
 fn person_detect_has_the_documented_shape() {
     let Some(dir) = models_dir() else { return };
-    let model = read_tflite(&dir.join("person_detect.tflite")).unwrap();
+    let model = read_tflite(&dir.join("person_detect.tflite"))
+        .and_then(resolve)
+        .unwrap();
     let constants: Vec<_> = model
         .tensors
         .iter()
@@ -187,7 +192,7 @@ fn damaged_real_model_never_panics() {
         for value in [0x00, 0x7f, 0x80, 0xff] {
             let mut damaged = bytes.clone();
             damaged[position] = value;
-            if let Err(err) = super::read_tflite_bytes(&damaged, &path) {
+            if let Err(err) = super::read_tflite_bytes(&damaged, &path).and_then(resolve) {
                 assert_eq!(err.kind, crate::error::ErrorKind::Input, "{}", err.message);
             }
         }

@@ -1,31 +1,13 @@
 //! Reader for TFLite models (`.tflite` flatbuffers), with the tensor lifetimes TFLite Micro
 //! derives, so that `memplan plan model.tflite` gives numbers comparable with TFLite Micro's.
 //!
-//! What the reader produces ([`Model`]):
-//! - tensors of subgraph 0 and of every subgraph its control-flow operators run (CALL_ONCE
-//!   init subgraphs; IF and WHILE branches are walked the same way, as TFLite Micro does);
-//!   ids are the TFLite tensor indices (`"12"`; `"2:5"` for tensor 5 of subgraph 2), names
-//!   come from the model;
-//! - constant tensors (their buffer has bytes, inside the flatbuffer or at `Buffer.offset`
-//!   in the file) are `Constant` with those bytes, their size the byte count; a tensor whose
-//!   buffer an earlier tensor already uses is a view of it (`alias_of`, offset 0), so
-//!   shared bytes are stored, and copied, once;
-//! - variable tensors are `Persistent` (TFLite Micro keeps them outside its planned arena);
-//! - every other tensor that the run touches is `Input`/`Output` (subgraph 0's graph inputs
-//!   and outputs) or `Intermediate`, with the explicit lifetime of [`lifetimes`] and its
-//!   size rounded up to 16 bytes, TFLite Micro's arena alignment (always; the rounding is
-//!   what makes the figures comparable). Tensors of size 0 stay 0;
-//! - tensors the run never touches are left out of the model: TFLite Micro does not plan
-//!   them, and with no use there is no lifetime to give them;
-//! - constant and persistent tensors live the whole run, `[0, last step]`;
-//! - `operators` lists the operators in the order they run, those of invoked subgraphs
-//!   inline; with control flow an operator's step is not its position, one more reason the
-//!   lifetimes are explicit (`num_steps` = last step + 1);
-//! - an `OfflineMemoryAllocation` metadata entry (offsets planned ahead of time, TFLite
-//!   Micro's format) becomes `fixed_offset` of the scratch tensors it places.
-//!
-//! Every tensor asks for 16-byte alignment, as TFLite Micro's arena and the flatbuffer's
-//! constant buffers (`force_align: 16`) give it.
+//! What the reader produces: a [`Model`] whose lifetime rule is TFLite Micro's, carrying the
+//! graph ([`TfliteGraph`]): every subgraph's tensors (name, type, shape, and storage: constant
+//! bytes, variable, or arena), operators with their inputs, outputs and the subgraphs
+//! control-flow operators run (CALL_ONCE init; IF then/else; WHILE cond/body), and the
+//! offsets of an `OfflineMemoryAllocation` metadata entry. Which tensors TFLite Micro plans,
+//! their lifetimes and their arena sizes (rounded to 16 bytes) are TFLite Micro's rule, which
+//! analysis applies (`analyze::lifetimes::tflite_micro`).
 //!
 //! Malformed or hostile files are refused with an input error (exit 2) that says what is
 //! wrong: not a TFLite file, failed flatbuffer verification, an index out of range, or a
@@ -35,10 +17,10 @@
 //! referenced from many places, so a small file can describe a huge model (one long name
 //! shared by thousands of tensors, one subgraph invoked exponentially often). Converters
 //! write each tensor, operator, name and buffer once, so the reader refuses files that, read
-//! entry by entry, describe much more than their own size (`Reader::take`), or whose
-//! control flow runs far more steps than the file has operators (`Reader::work_limit`).
+//! entry by entry, describe much more than their own size ([`CopyBudget`], which analysis
+//! goes on charging), and bounds the steps the lifetime walk may take by the file's size
+//! (`Reader::work_limit`).
 
-mod lifetimes;
 mod schema;
 mod vocabulary;
 
@@ -47,19 +29,16 @@ mod corpus_tests;
 #[cfg(test)]
 mod tests;
 
-use std::cell::Cell;
-use std::collections::hash_map::{Entry, HashMap};
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use memplan_plugin_api::bounds::align_up;
-
 use crate::error::{Error, Result};
-use crate::input::model::{Lifetime, Model, ModelAlias, Operator, Tensor, TensorKind};
-use lifetimes::{OperatorFlow, SubgraphFlow, Walk, WalkError};
+use crate::input::graph::{
+    CopyBudget, GraphStorage, GraphSubgraph, GraphTensor, OperatorFlow, SubgraphFlow, TfliteGraph,
+};
+use crate::input::model::{LifetimeRule, Model};
 use schema::{builtin, element, Tables};
-
-/// TFLite Micro's arena alignment: every planned size is rounded up to it.
-pub const TFLM_ALIGNMENT: u64 = 16;
 
 /// How many bytes the reader may take from the file, per byte of the file, counting each
 /// read of an entry: every tensor, operator, operator input and output (4 bytes, the offset
@@ -86,7 +65,12 @@ pub fn read_tflite_bytes(bytes: &[u8], path: &Path) -> Result<Model> {
     let reader = Reader {
         bytes,
         path,
-        taken: Cell::new(0),
+        budget: Cell::new(CopyBudget::new(
+            bytes.len(),
+            TAKEN_PER_FILE_BYTE,
+            TAKEN_FLOOR,
+        )),
+        buffers: RefCell::new(BTreeMap::new()),
     };
     reader.read()
 }
@@ -94,32 +78,10 @@ pub fn read_tflite_bytes(bytes: &[u8], path: &Path) -> Result<Model> {
 struct Reader<'a> {
     bytes: &'a [u8],
     path: &'a Path,
-    /// Bytes taken from the file so far, see [`Reader::take`].
-    taken: Cell<u64>,
-}
-
-/// A tensor as read from the flatbuffer, before lifetimes.
-struct TensorRecord<'a> {
-    name: String,
-    type_code: i8,
-    shape: Option<flatbuffers::Vector<'a, i32>>,
-    storage: Storage<'a>,
-}
-
-enum Storage<'a> {
-    /// Bytes known at compile time, from buffer `buffer`.
-    Constant { buffer: u32, bytes: &'a [u8] },
-    /// `is_variable`: state kept by the runtime across invocations.
-    Variable,
-    /// Planned in the arena.
-    Arena,
-}
-
-/// A subgraph's tensors and operator names; its data flow is kept apart, in a
-/// [`SubgraphFlow`], for the lifetime walk.
-struct SubgraphRecord<'a> {
-    tensors: Vec<TensorRecord<'a>>,
-    operator_names: Vec<String>,
+    /// What may still be copied out of the file, see [`CopyBudget`].
+    budget: Cell<CopyBudget>,
+    /// Constant buffers copied so far, by index (each once, however many tensors use it).
+    buffers: RefCell<BTreeMap<u32, Vec<u8>>>,
 }
 
 impl<'a> Reader<'a> {
@@ -127,30 +89,17 @@ impl<'a> Reader<'a> {
         Error::input(format!("{}: {message}", self.path.display()))
     }
 
-    /// Counts `bytes` more taken from the file (before they are copied), and refuses the file
-    /// once it has given more than [`TAKEN_PER_FILE_BYTE`] times its size: only tables
-    /// shared on purpose get there, and reading on would use memory out of proportion to
-    /// the file.
+    /// Counts `bytes` more copied out of the file (before they are copied), see [`CopyBudget`].
     fn take(&self, bytes: usize) -> Result<()> {
-        let taken = self.taken.get().saturating_add(bytes as u64);
-        self.taken.set(taken);
-        let limit = TAKEN_PER_FILE_BYTE
-            .saturating_mul(self.bytes.len() as u64)
-            .saturating_add(TAKEN_FLOOR);
-        if taken > limit {
-            return Err(self.error(format!(
-                "unsupported: the file's tables are shared so that, read entry by entry, it \
-                 describes more than {limit} bytes of tensors, operators, names and constant \
-                 data ({TAKEN_PER_FILE_BYTE} times its size); converters write each once, so \
-                 the file was crafted or damaged"
-            )));
-        }
-        Ok(())
+        let mut budget = self.budget.get();
+        let taken = budget.take(bytes, self.path);
+        self.budget.set(budget);
+        taken
     }
 
     /// Steps and tensor uses the lifetime walk may take: a quarter of the file's size (each
     /// step and use costs the file at least 4 bytes when no subgraph runs more than once),
-    /// plus a floor for tiny hand-made models. The walk caps it at [`lifetimes::MAX_WORK`].
+    /// plus a floor for tiny hand-made models. The walk caps it further.
     fn work_limit(&self) -> u64 {
         const WORK_FLOOR: u64 = 1024;
         (self.bytes.len() as u64 / 4).saturating_add(WORK_FLOOR)
@@ -179,17 +128,26 @@ impl<'a> Reader<'a> {
             .subgraphs()
             .filter(|subgraphs| !subgraphs.is_empty())
             .ok_or_else(|| self.error("the model has no subgraph to plan"))?;
-        let (records, flows): (Vec<_>, Vec<_>) = subgraphs
+        let subgraphs = subgraphs
             .iter()
             .enumerate()
             .map(|(index, subgraph)| {
                 self.subgraph_record(index, subgraph, subgraphs.len(), buffers, &operator_names)
             })
-            .collect::<Result<Vec<_>>>()?
-            .into_iter()
-            .unzip();
-        let offline_offsets = self.offline_offsets(&root, &records)?;
-        self.build_model(&records, &flows, offline_offsets)
+            .collect::<Result<Vec<_>>>()?;
+        let offline_offsets = self.offline_offsets(&root, &subgraphs)?;
+        let graph = TfliteGraph {
+            subgraphs,
+            buffers: self.buffers.take(),
+            offline_offsets,
+            work_limit: self.work_limit(),
+            copy_budget: self.budget.get(),
+        };
+        Ok(Model {
+            path: PathBuf::from(self.path),
+            rule: LifetimeRule::TfliteMicro(Box::new(graph)),
+            ..Model::default()
+        })
     }
 
     fn check_identifier(&self) -> Result<()> {
@@ -241,7 +199,7 @@ impl<'a> Reader<'a> {
         subgraph_count: usize,
         buffers: Option<Tables<'a, schema::Buffer<'a>>>,
         operator_names: &[(i32, String)],
-    ) -> Result<(SubgraphRecord<'a>, SubgraphFlow)> {
+    ) -> Result<GraphSubgraph> {
         let tensors = match subgraph.tensors() {
             Some(tensors) => tensors
                 .iter()
@@ -334,17 +292,16 @@ impl<'a> Reader<'a> {
             });
             names.push(name.clone());
         }
-        let record = SubgraphRecord {
+        Ok(GraphSubgraph {
             tensors,
             operator_names: names,
-        };
-        let flow = SubgraphFlow {
-            tensor_count,
-            inputs,
-            outputs,
-            operators,
-        };
-        Ok((record, flow))
+            flow: SubgraphFlow {
+                tensor_count,
+                inputs,
+                outputs,
+                operators,
+            },
+        })
     }
 
     /// The subgraphs a control-flow operator runs, in TFLite Micro's walk order.
@@ -396,29 +353,41 @@ impl<'a> Reader<'a> {
         index: usize,
         tensor: schema::Tensor<'a>,
         buffers: Option<Tables<'a, schema::Buffer<'a>>>,
-    ) -> Result<TensorRecord<'a>> {
-        self.take(4 + tensor.name().map_or(0, <[u8]>::len))?;
+    ) -> Result<GraphTensor> {
+        let shape = tensor
+            .shape()
+            .map(|shape| shape.iter().collect::<Vec<i32>>());
+        self.take(
+            4 + tensor.name().map_or(0, <[u8]>::len) + 4 * shape.as_ref().map_or(0, Vec::len),
+        )?;
         let name = tensor
             .name()
             .map(|name| String::from_utf8_lossy(name).into_owned())
             .unwrap_or_else(|| tensor_id(subgraph, index));
         let storage = if tensor.is_variable() {
-            Storage::Variable
+            GraphStorage::Variable
         } else {
             match self.buffer_bytes(tensor.buffer(), buffers, || {
                 format!("subgraph {subgraph}, tensor {index} ({name})")
             })? {
-                Some(bytes) => Storage::Constant {
-                    buffer: tensor.buffer(),
-                    bytes,
-                },
-                None => Storage::Arena,
+                Some(bytes) => {
+                    let buffer = tensor.buffer();
+                    if !self.buffers.borrow().contains_key(&buffer) {
+                        self.take(bytes.len())?;
+                        self.buffers.borrow_mut().insert(buffer, bytes.to_vec());
+                    }
+                    GraphStorage::Constant { buffer }
+                }
+                None => GraphStorage::Arena,
             }
         };
-        Ok(TensorRecord {
+        let (type_name, element_size) = vocabulary::tensor_type(tensor.tensor_type());
+        Ok(GraphTensor {
             name,
+            type_name,
             type_code: tensor.tensor_type(),
-            shape: tensor.shape(),
+            element_size,
+            shape,
             storage,
         })
     }
@@ -475,7 +444,7 @@ impl<'a> Reader<'a> {
     fn offline_offsets(
         &self,
         root: &schema::Model<'a>,
-        records: &[SubgraphRecord<'a>],
+        subgraphs: &[GraphSubgraph],
     ) -> Result<Option<Vec<i32>>> {
         let Some(entry) = root
             .metadata()
@@ -492,7 +461,10 @@ impl<'a> Reader<'a> {
             .chunks_exact(4)
             .map(|word| i32::from_le_bytes([word[0], word[1], word[2], word[3]]))
             .collect();
-        let tensor_count: usize = records.iter().map(|record| record.tensors.len()).sum();
+        let tensor_count: usize = subgraphs
+            .iter()
+            .map(|subgraph| subgraph.tensors.len())
+            .sum();
         let listed = words.get(2).copied().unwrap_or(-1);
         let offsets = words.get(3..).unwrap_or_default();
         if usize::try_from(listed).ok() != Some(tensor_count) || offsets.len() < tensor_count {
@@ -504,192 +476,11 @@ impl<'a> Reader<'a> {
         }
         Ok(Some(offsets[..tensor_count].to_vec()))
     }
-
-    fn walk(&self, flows: &[SubgraphFlow]) -> Result<Walk> {
-        lifetimes::walk(flows, self.work_limit()).map_err(|err| {
-            self.error(match err {
-                WalkError::Cycle { subgraph } => format!(
-                    "unsupported: subgraph {subgraph} runs itself through control-flow operators \
-                     (CALL_ONCE, IF, WHILE), so its lifetimes never end"
-                ),
-                WalkError::TooDeep => format!(
-                    "unsupported: control-flow operators nest more than {} subgraphs deep",
-                    lifetimes::MAX_NESTING
-                ),
-                WalkError::TooLarge => format!(
-                    "unsupported: running every subgraph its control-flow operators invoke \
-                     takes more than {} steps and tensor uses (a quarter of the file's size, \
-                     at most {})",
-                    self.work_limit().min(lifetimes::MAX_WORK),
-                    lifetimes::MAX_WORK
-                ),
-            })
-        })
-    }
-
-    fn build_model(
-        &self,
-        records: &[SubgraphRecord<'a>],
-        flows: &[SubgraphFlow],
-        offline_offsets: Option<Vec<i32>>,
-    ) -> Result<Model> {
-        let walk = self.walk(flows)?;
-        let whole_run = Lifetime::new(0, walk.last_step);
-        let mut kinds = vec![TensorKind::Intermediate; records[0].tensors.len()];
-        // Outputs first, so that a tensor both input and output counts as an input.
-        for &tensor in &flows[0].outputs {
-            kinds[tensor] = TensorKind::Output;
-        }
-        for &tensor in &flows[0].inputs {
-            kinds[tensor] = TensorKind::Input;
-        }
-
-        let mut tensors: Vec<Tensor> = Vec::new();
-        // Model index of each (subgraph, tensor) kept.
-        let mut model_index: Vec<Vec<Option<u32>>> = Vec::with_capacity(records.len());
-        // The first constant tensor of each buffer: later ones become views of it, so shared
-        // bytes are stored (and copied) once.
-        let mut buffer_owner: HashMap<u32, u32> = HashMap::new();
-        let mut global_offset = 0usize;
-        for (subgraph, record) in records.iter().enumerate() {
-            let mut indices = vec![None; record.tensors.len()];
-            for (index, tensor) in record.tensors.iter().enumerate() {
-                if !walk.reached[subgraph] {
-                    continue;
-                }
-                let id = tensor_id(subgraph, index);
-                let mut model_tensor = match tensor.storage {
-                    Storage::Constant { buffer, bytes } => {
-                        let mut constant =
-                            Tensor::new(id, TensorKind::Constant, bytes.len() as u64);
-                        match buffer_owner.entry(buffer) {
-                            Entry::Occupied(owner) => {
-                                constant.alias_of = Some(ModelAlias {
-                                    target: *owner.get(),
-                                    offset: 0,
-                                });
-                            }
-                            Entry::Vacant(slot) => {
-                                self.take(bytes.len())?;
-                                slot.insert(tensors.len() as u32);
-                                constant.data = Some(bytes.to_vec());
-                            }
-                        }
-                        constant.lifetime = Some(whole_run);
-                        constant
-                    }
-                    Storage::Variable => {
-                        let size = self.planned_size(subgraph, index, tensor)?;
-                        let mut variable = Tensor::new(id, TensorKind::Persistent, size);
-                        variable.lifetime = Some(whole_run);
-                        variable
-                    }
-                    Storage::Arena => {
-                        // Never touched by the run: TFLite Micro does not plan it.
-                        let Some(lifetime) = walk.lifetimes[subgraph][index] else {
-                            continue;
-                        };
-                        let kind = if subgraph == 0 {
-                            kinds[index]
-                        } else {
-                            TensorKind::Intermediate
-                        };
-                        let size = self.planned_size(subgraph, index, tensor)?;
-                        let mut scratch = Tensor::new(id, kind, size);
-                        scratch.lifetime = Some(lifetime);
-                        scratch.fixed_offset = offline_offsets
-                            .as_ref()
-                            .map(|offsets| offsets[global_offset + index])
-                            .and_then(|offset| u64::try_from(offset).ok());
-                        scratch
-                    }
-                };
-                model_tensor.name = tensor.name.clone();
-                model_tensor.element_size =
-                    vocabulary::tensor_type(tensor.type_code).1.unwrap_or(1);
-                model_tensor.alignment = Some(TFLM_ALIGNMENT);
-                indices[index] = Some(tensors.len() as u32);
-                tensors.push(model_tensor);
-            }
-            global_offset += record.tensors.len();
-            model_index.push(indices);
-        }
-
-        // Every tensor an operator or a graph names was touched by the walk, or is constant
-        // or variable, and so was kept.
-        let kept = |subgraph: usize, tensor: usize| -> Result<u32> {
-            model_index[subgraph][tensor].ok_or_else(|| {
-                Error::internal(format!(
-                    "{}: tensor {} was dropped although the graph uses it",
-                    self.path.display(),
-                    tensor_id(subgraph, tensor)
-                ))
-            })
-        };
-        let kept_all = |subgraph: usize, list: &mut dyn Iterator<Item = usize>| {
-            list.map(|tensor| kept(subgraph, tensor))
-                .collect::<Result<Vec<u32>>>()
-        };
-        let operators = walk
-            .order
-            .iter()
-            .map(|&(subgraph, position)| {
-                let flow = &flows[subgraph].operators[position];
-                // The walk bounds the steps; a long name runs into the budget instead.
-                self.take(records[subgraph].operator_names[position].len())?;
-                Ok(Operator {
-                    op_type: records[subgraph].operator_names[position].clone(),
-                    inputs: kept_all(subgraph, &mut flow.inputs.iter().flatten().copied())?,
-                    outputs: kept_all(subgraph, &mut flow.outputs.iter().copied())?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Model {
-            path: PathBuf::from(self.path),
-            tensors,
-            operators,
-            inputs: kept_all(0, &mut flows[0].inputs.iter().copied())?,
-            outputs: kept_all(0, &mut flows[0].outputs.iter().copied())?,
-            num_steps: Some(walk.last_step + 1),
-        })
-    }
-
-    /// Bytes TFLite Micro reserves for a non-constant tensor: elements (the product of the
-    /// shape, 1 for a scalar) times the element size, rounded up to [`TFLM_ALIGNMENT`].
-    fn planned_size(&self, subgraph: usize, index: usize, tensor: &TensorRecord) -> Result<u64> {
-        let place = || format!("tensor {} ({})", tensor_id(subgraph, index), tensor.name);
-        let (type_name, element_size) = vocabulary::tensor_type(tensor.type_code);
-        let element_size = element_size.ok_or_else(|| {
-            self.error(format!(
-                "unsupported: {} has type {type_name} (code {}), which has no fixed size to \
-                 plan",
-                place(),
-                tensor.type_code
-            ))
-        })?;
-        let mut bytes = element_size;
-        for dimension in tensor.shape.iter().flatten() {
-            let dimension = u64::try_from(dimension).map_err(|_| {
-                self.error(format!(
-                    "unsupported: {} has a dynamic shape (dimension {dimension}); give the \
-                     model fixed shapes before planning",
-                    place()
-                ))
-            })?;
-            bytes = bytes
-                .checked_mul(dimension)
-                .ok_or_else(|| self.error(format!("{} is larger than 2^64 bytes", place())))?;
-        }
-        if bytes > u64::MAX - TFLM_ALIGNMENT {
-            return Err(self.error(format!("{} is larger than 2^64 bytes", place())));
-        }
-        Ok(align_up(bytes, TFLM_ALIGNMENT))
-    }
 }
 
 /// The id of tensor `index` of `subgraph`: its TFLite index, prefixed by the subgraph for
 /// subgraphs other than 0.
-fn tensor_id(subgraph: usize, index: usize) -> String {
+pub(crate) fn tensor_id(subgraph: usize, index: usize) -> String {
     if subgraph == 0 {
         index.to_string()
     } else {

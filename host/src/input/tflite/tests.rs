@@ -7,6 +7,7 @@ use flatbuffers::{FlatBufferBuilder, TableFinishedWIPOffset, WIPOffset};
 
 use super::read_tflite_bytes;
 use super::schema::{builtin, slot};
+use crate::analyze::lifetimes::tflite_micro::resolve;
 use crate::error::{ErrorKind, Result};
 use crate::input::model::{Lifetime, Model, TensorKind};
 
@@ -259,14 +260,19 @@ fn chain() -> TestModel {
     }
 }
 
+/// Reads `bytes` and applies TFLite Micro's lifetime rule, as `memplan plan` does.
+fn read_bytes(bytes: &[u8], path: &Path) -> Result<Model> {
+    read_tflite_bytes(bytes, path).and_then(resolve)
+}
+
 fn read(model: &TestModel) -> Result<Model> {
-    read_tflite_bytes(&model.bytes(), Path::new("test.tflite"))
+    read_bytes(&model.bytes(), Path::new("test.tflite"))
 }
 
 /// The input error message for `bytes`; fails the test if reading succeeds or is not an
 /// input error.
 fn input_error(bytes: &[u8]) -> String {
-    let err = read_tflite_bytes(bytes, Path::new("bad.tflite")).expect_err("reading must fail");
+    let err = read_bytes(bytes, Path::new("bad.tflite")).expect_err("reading must fail");
     assert_eq!(err.kind, ErrorKind::Input, "{}", err.message);
     assert!(err.message.starts_with("bad.tflite: "), "{}", err.message);
     err.message
@@ -650,7 +656,7 @@ fn damaged_files_never_panic() {
     });
     model.buffers.push(TestBuffer::External(vec![1, 2, 3, 4]));
     let bytes = model.bytes();
-    let check = |bytes: &[u8]| match read_tflite_bytes(bytes, Path::new("x.tflite")) {
+    let check = |bytes: &[u8]| match read_bytes(bytes, Path::new("x.tflite")) {
         Ok(_) => {}
         Err(err) => assert_eq!(err.kind, ErrorKind::Input, "{}", err.message),
     };
@@ -664,4 +670,16 @@ fn damaged_files_never_panic() {
             check(&damaged);
         }
     }
+}
+
+#[test]
+fn tensors_beyond_the_size_cap_are_input_errors() {
+    // 2^31-1 x 2^31-1 int8 is ~4.6e18 bytes: past the 2^48-byte cap every reader applies.
+    let mut model = chain();
+    model.subgraphs[0].tensors[1] = tensor("huge", INT8, &[i32::MAX, i32::MAX]);
+    let message = input_error(&model.bytes());
+    assert!(
+        message.contains("tensor 1 (huge)") && message.contains("larger than memplan accepts"),
+        "{message}"
+    );
 }

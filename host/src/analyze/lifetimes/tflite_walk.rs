@@ -16,25 +16,9 @@
 
 use memplan_plugin_api::Lifetime;
 
-/// What the walk needs of one subgraph: tensor indices are already validated against the
-/// subgraph's tensor count, and invoked subgraph indices against the model's.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SubgraphFlow {
-    pub tensor_count: usize,
-    pub inputs: Vec<usize>,
-    pub outputs: Vec<usize>,
-    pub operators: Vec<OperatorFlow>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct OperatorFlow {
-    /// `None` for an omitted optional input (index -1 in the model).
-    pub inputs: Vec<Option<usize>>,
-    pub outputs: Vec<usize>,
-    /// Subgraphs the operator runs, in the order TFLite Micro walks them (CALL_ONCE: init;
-    /// IF: then, else; WHILE: cond, body).
-    pub invokes: Vec<usize>,
-}
+#[cfg(test)]
+use crate::input::graph::OperatorFlow;
+use crate::input::graph::SubgraphFlow;
 
 /// The result of the walk.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,7 +60,7 @@ struct Marks {
 }
 
 struct Walker<'g> {
-    subgraphs: &'g [SubgraphFlow],
+    subgraphs: &'g [&'g SubgraphFlow],
     marks: Vec<Vec<Marks>>,
     step: u32,
     work: u64,
@@ -88,7 +72,7 @@ struct Walker<'g> {
 
 /// Walks `subgraphs` from subgraph 0 (which must exist), taking at most
 /// `max_work.min(MAX_WORK)` steps and tensor uses.
-pub fn walk(subgraphs: &[SubgraphFlow], max_work: u64) -> Result<Walk, WalkError> {
+pub fn walk(subgraphs: &[&SubgraphFlow], max_work: u64) -> Result<Walk, WalkError> {
     let mut walker = Walker {
         subgraphs,
         marks: subgraphs
@@ -194,6 +178,12 @@ impl Walker<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The walk over owned subgraphs (the analysis walks borrowed ones).
+    fn walk(subgraphs: &[SubgraphFlow], max_work: u64) -> Result<Walk, WalkError> {
+        let borrowed: Vec<&SubgraphFlow> = subgraphs.iter().collect();
+        super::walk(&borrowed, max_work)
+    }
 
     fn op(inputs: &[usize], outputs: &[usize]) -> OperatorFlow {
         OperatorFlow {

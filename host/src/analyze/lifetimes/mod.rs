@@ -1,3 +1,12 @@
+//! Lifetime rules. A model's format chooses its rule ([`crate::input::LifetimeRule`]):
+//! - TensorFlow Lite Micro's for `.tflite` ([`tflite_micro`], with its walk over the graph in
+//!   [`tflite_walk`]): it decides which tensors are planned, their lifetimes and arena sizes,
+//!   and yields a model with explicit lifetimes;
+//! - the sequential rule below for every model (JSON, CSV, and a resolved `.tflite`), which
+//!   derives lifetimes from the operator order where none are explicit.
+//!
+//! # The sequential rule
+//!
 //! Inclusive lifetimes from the operator order, following TensorFlow Lite Micro.
 //!
 //! Step numbering: graph inputs are live at step 0; operator `k` (0-based) runs at step
@@ -6,6 +15,9 @@
 //! Constants and persistent tensors live the whole run. An explicit `lifetime` on a tensor
 //! replaces the derived one. All tensors of an alias chain share the union of their
 //! lifetimes, since they share the root's bytes. O(n + total operator arity).
+
+pub mod tflite_micro;
+pub mod tflite_walk;
 
 use memplan_plugin_api::Lifetime;
 

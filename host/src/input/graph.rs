@@ -1,0 +1,119 @@
+//! A TFLite model's graph as the reader finds it: subgraphs, operators, the subgraphs control-
+//! flow operators run, and tensors with their storage, type and shape. Lifetimes, which
+//! tensors TFLite Micro plans, and their arena sizes are not decided here: analysis applies
+//! TFLite Micro's rule to this graph (`analyze::lifetimes::tflite_micro`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// The graph of a `.tflite` model. Indices are validated by the reader: tensor indices
+/// against their subgraph's tensor count, invoked subgraphs against the subgraph count.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TfliteGraph {
+    pub subgraphs: Vec<GraphSubgraph>,
+    /// Bytes of each constant buffer the tensors use, by buffer index, copied once.
+    pub buffers: BTreeMap<u32, Vec<u8>>,
+    /// Offsets of an `OfflineMemoryAllocation` metadata entry: per tensor of every subgraph,
+    /// in subgraph order, an arena offset or -1 ("plan it online").
+    pub offline_offsets: Option<Vec<i32>>,
+    /// Steps and tensor uses the lifetime walk may take (proportional to the file's size).
+    pub work_limit: u64,
+    /// What may still be copied out of the file (names, per operator run).
+    pub copy_budget: CopyBudget,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GraphSubgraph {
+    pub tensors: Vec<GraphTensor>,
+    /// The builtin or custom name of each operator, in subgraph order.
+    pub operator_names: Vec<String>,
+    pub flow: SubgraphFlow,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GraphTensor {
+    pub name: String,
+    /// TFLite's type name (`INT8`, ...) and code.
+    pub type_name: &'static str,
+    pub type_code: i8,
+    /// Bytes per element; `None` for types without a fixed size (strings, resources).
+    pub element_size: Option<u64>,
+    /// `None` for a scalar.
+    pub shape: Option<Vec<i32>>,
+    pub storage: GraphStorage,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GraphStorage {
+    /// Bytes known at compile time, in [`TfliteGraph::buffers`] under this index.
+    Constant { buffer: u32 },
+    /// `is_variable`: state kept by the runtime across invocations.
+    Variable,
+    /// Placed in the arena by the runtime.
+    Arena,
+}
+
+/// What the walk needs of one subgraph: tensor indices are already validated against the
+/// subgraph's tensor count, and invoked subgraph indices against the model's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SubgraphFlow {
+    pub tensor_count: usize,
+    pub inputs: Vec<usize>,
+    pub outputs: Vec<usize>,
+    pub operators: Vec<OperatorFlow>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OperatorFlow {
+    /// `None` for an omitted optional input (index -1 in the model).
+    pub inputs: Vec<Option<usize>>,
+    pub outputs: Vec<usize>,
+    /// Subgraphs the operator runs, in the order TFLite Micro walks them (CALL_ONCE: init;
+    /// IF: then, else; WHILE: cond, body).
+    pub invokes: Vec<usize>,
+}
+
+/// How many bytes a model may have copied out of its file, counting each read of an entry
+/// (every tensor, operator, operator input and output, name and constant buffer), so that a
+/// crafted file whose tables are shared on purpose cannot make memory grow out of proportion
+/// to its size. Converters write each entry once, so real files stay far below the limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CopyBudget {
+    taken: u64,
+    limit: u64,
+    /// The limit as a multiple of the file's size, for the message.
+    per_file_byte: u64,
+}
+
+impl CopyBudget {
+    /// `per_file_byte` times `file_size`, plus `floor` so that tiny hand-made models pass.
+    pub fn new(file_size: usize, per_file_byte: u64, floor: u64) -> CopyBudget {
+        CopyBudget {
+            taken: 0,
+            limit: per_file_byte
+                .saturating_mul(file_size as u64)
+                .saturating_add(floor),
+            per_file_byte,
+        }
+    }
+
+    /// Counts `bytes` more copied (before they are copied); an input error naming `path`
+    /// once past the limit.
+    pub fn take(&mut self, bytes: usize, path: &Path) -> Result<()> {
+        self.taken = self.taken.saturating_add(bytes as u64);
+        if self.taken > self.limit {
+            return Err(Error::input(format!(
+                "{}: unsupported: the file's tables are shared so that, read entry by entry, \
+                 it describes more than {} bytes of tensors, operators, names and constant \
+                 data ({} times its size); converters write each once, so the file was crafted \
+                 or damaged",
+                path.display(),
+                self.limit,
+                self.per_file_byte
+            )));
+        }
+        Ok(())
+    }
+}
