@@ -83,16 +83,19 @@ pub struct Lifetime {
 }
 
 impl Lifetime {
+    #[inline]
     pub fn new(first: u32, last: u32) -> Self {
         Lifetime { first, last }
     }
 
     /// Whether two inclusive lifetimes share at least one step.
+    #[inline]
     pub fn overlaps(self, other: Lifetime) -> bool {
         self.first <= other.last && other.first <= self.last
     }
 
     /// Number of steps covered (inclusive), at least 1.
+    #[inline]
     pub fn duration(self) -> u32 {
         self.last.saturating_sub(self.first).saturating_add(1)
     }
@@ -210,6 +213,7 @@ impl Allocation {
     ///
     /// `offset` is taken from `binding.offset`: the ABI keeps the offset twice and requires the
     /// two to be equal, so building allocations here keeps that invariant by construction.
+    #[inline]
     pub fn new(tensor: u32, binding: Binding, size: u64) -> Allocation {
         Allocation {
             tensor,

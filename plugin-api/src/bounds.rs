@@ -13,6 +13,9 @@
 use crate::abi::Lifetime;
 
 /// `size` rounded up to a multiple of `alignment` (a power of two or 0/1 for none).
+///
+/// `#[inline]`: the planner kit, another crate, calls it in its per-buffer loops.
+#[inline]
 pub fn align_up(size: u64, alignment: u64) -> u64 {
     if alignment <= 1 {
         size

@@ -1,0 +1,369 @@
+//! Greedy packing in the manner of XLA's heap simulator and TFLite Micro's greedy planner:
+//! take the buffers one at a time in a chosen order and put each in a free gap among the
+//! buffers already placed that are live at the same time.
+//!
+//! # Algorithm
+//!
+//! 1. Buffers with a fixed offset are placed first, as they are.
+//! 2. The others are sorted by [`Order`]: `size` (largest first, then the longer lifetime,
+//!    then the lower index: TFLM's and XLA's default), `duration` (longest lifetime first,
+//!    then larger), or `area` (largest size x duration first, then larger).
+//! 3. For each buffer in that order, collect the placed buffers whose lifetimes overlap its
+//!    own, sort their byte ranges by offset and sweep them: every stretch of bytes not covered
+//!    by any of them is a gap, and the space above the highest one is an unbounded gap. A gap
+//!    fits when the buffer's aligned start plus its size stays inside it. [`Fit::First`] takes
+//!    the lowest gap that fits (TFLM's greedy planner); [`Fit::Best`] takes the smallest gap
+//!    that fits, the lowest of equally small ones, and the unbounded top gap only when no
+//!    bounded one fits (XLA's best-fit).
+//!
+//! # Finding the buffers that overlap in time
+//!
+//! Scanning every placed buffer for each placement would be quadratic. Instead the placed
+//! buffers are indexed over time. Time is counted in *points*, the distinct start steps
+//! (m <= n of them); a buffer's *span* is the range of points its lifetime covers. It is
+//! *short* when it covers at most [`SHORT_SPAN`] points (most tensors of a model), *long*
+//! otherwise. Two buffers overlap in time exactly when their spans share a point, and a
+//! buffer with span `[lo, hi]` overlaps exactly:
+//!
+//! - the placed short buffers covering a point of `[lo, hi]`, and the placed long buffers
+//!   starting at one: read from the *point lists*, one list per point, where a short buffer
+//!   is recorded at every point it covers (at most [`SHORT_SPAN`] copies) and a long one at
+//!   its first point. The lists are laid out in point order in one array, so this is one
+//!   contiguous read, and every entry read is a buffer overlapping this one (a short buffer
+//!   met twice is harmless: overlapping ranges are allowed in the sweep);
+//! - the placed long buffers starting before `lo` and live at `lo`: read from a *stabbing
+//!   tree*, a segment tree over blocks of a few points where each long buffer is recorded in
+//!   the O(log m) nodes covering its blocks; the lists on the path from `lo`'s block to the
+//!   root hold every long buffer live in that block, filtered to those live at `lo`.
+//!
+//! # Placing window by window
+//!
+//! Placement order follows sizes, not lifetimes, so taken literally it visits time at
+//! random: with a million buffers nearly every list it reads would miss the CPU's caches.
+//! But a buffer's offset depends only on the buffers placed before it that overlap it in
+//! time, so any order that keeps, for every two buffers overlapping in time, the one that
+//! comes first in placement order first gives the very same offsets. Time is cut into
+//! *windows* of a few thousand points; the buffers whose span lies inside one window
+//! (nearly all) are grouped by window, each group sorted by the order's key, and the few
+//! that cross a window boundary are taken in order. Before placing a crossing buffer, each
+//! window it covers places its own buffers that come before it; then each window places the
+//! rest of its own, one window after the other. A buffer inside a window overlaps only
+//! buffers of its window and crossing ones covering it, so both rules above hold, and each
+//! window's placements read lists that fit in cache.
+//!
+//! # Memory layout
+//!
+//! - Every list's final length is known before packing, so all lists of an index share one
+//!   array, each list a contiguous run of it with its free places at the end (marked empty).
+//!   A window's lists are one stretch of that array.
+//! - Entries hold only byte ranges, in 32 bits while every end fits (always, in a
+//!   microcontroller's memory; a packing that outgrows them starts over with 64 bits).
+//! - A window is placed in several stretches when crossing buffers come between its own in
+//!   placement order, and by its next stretch its lists have left the cache. A long stretch
+//!   therefore starts by reading the window's lists in order: one streaming
+//!   read instead of a memory latency per cache line at random.
+//!
+//! # Complexity
+//!
+//! With n buffers and k_i buffers overlapping buffer i in time (plus the long buffers live in
+//! the same block of points): O(n) to group and sort (a radix sort on the order's key, per
+//! window), O(n log n) for the inserts and the tree walks, plus O(k_i log k_i) per buffer to
+//! order the overlapping ones by offset; a crossing buffer also visits each window it covers,
+//! which costs no more than reading their lists. Mapping steps to points is a table lookup
+//! when the steps are dense (at most about 4n of them), a binary search otherwise. For model
+//! graphs, where most tensors live a few steps and only a few live long, k_i is small and the
+//! whole is O(n log n); a buffer that overlaps all others in time costs O(n log n) on its own
+//! (the worst case, every buffer live together, is O(n^2 log n)). Memory: O(n) for the point
+//! lists, O(l log m) for the tree of l long buffers.
+
+use std::ops::RangeInclusive;
+
+use crate::{Buffer, Packing};
+use memplan_plugin_api::bounds::align_up;
+use memplan_plugin_api::Lifetime;
+
+mod fit;
+mod heap;
+mod item;
+mod radix;
+#[cfg(test)]
+mod tests;
+mod timeline;
+
+use fit::*;
+use heap::*;
+use item::*;
+use radix::*;
+use timeline::*;
+
+/// Buffers covering at most this many points are short (see the module documentation): in
+/// a model, a tensor read by the next op. Short buffers are copied into the list of every
+/// point they cover, so a larger value trades memory for fewer tree entries; measured with
+/// the `pack_bench` example of `greedy-bestfit`.
+pub const SHORT_SPAN: u32 = 2;
+
+/// Points per leaf of the long buffers' tree: coarser leaves keep the tree small enough to
+/// stay in cache, at the price of filtering out long buffers live elsewhere in the block.
+const TREE_BLOCK: u32 = 8;
+
+/// Points per window of time (see the module documentation): small enough that the lists a
+/// window's placements read stay in the CPU's cache (4096 points of a model-like trace: about
+/// 100 KiB of lists), large enough that few buffers cross a window boundary. Chosen by
+/// measurement (`pack_bench`).
+const WINDOW_POINTS: u32 = 4096;
+
+/// Placing at least this many buffers of a window in a row starts with one sequential read
+/// of the window's point lists. A window is placed in several stretches when buffers that
+/// cross it come between its own in placement order (four buffers live throughout make
+/// five stretches for every window), and by the next stretch its lists have left the cache:
+/// read at random they cost a memory latency per line, read in order a fraction of that.
+const WARM_FROM: usize = 16;
+
+/// Warming reads at most this many list entries (16 cache lines of 32-bit entries) per
+/// placement it serves: streamed, that costs about what one cache miss does, and a
+/// placement reads a few lines at random. It keeps warming linear in the placements.
+const WARM_PER_PLACEMENT: usize = 128;
+
+/// Levels of the tree, from the leaves up, that warming reads: the levels above hold few
+/// nodes, read by every placement, and stay in cache.
+const WARM_TREE_LEVELS: usize = 3;
+
+/// The order in which buffers are taken.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Order {
+    /// Largest first; then the longer lifetime; then the lower index. With first fit, equal
+    /// sizes go in reverse index order instead, as in TFLite Micro's greedy planner.
+    #[default]
+    Size,
+    /// Longest lifetime first; then the larger; then the lower index.
+    Duration,
+    /// Largest size x duration first; then the larger; then the lower index.
+    Area,
+}
+
+impl Order {
+    /// Every order with its option name, in the order they are documented.
+    pub const ALL: [(&'static str, Order); 3] = [
+        ("size", Order::Size),
+        ("duration", Order::Duration),
+        ("area", Order::Area),
+    ];
+
+    /// The order called `name` (`size`, `duration`, `area`).
+    pub fn from_name(name: &str) -> Option<Order> {
+        value_named(&Self::ALL, name)
+    }
+
+    pub fn name(self) -> &'static str {
+        name_of(&Self::ALL, self)
+    }
+}
+
+/// Which fitting gap a buffer goes into.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Fit {
+    /// The smallest gap that fits; ties go to the lowest offset.
+    #[default]
+    Best,
+    /// The lowest gap that fits.
+    First,
+}
+
+impl Fit {
+    /// Every fit with its option name.
+    pub const ALL: [(&'static str, Fit); 2] = [("best", Fit::Best), ("first", Fit::First)];
+
+    /// The fit called `name` (`best`, `first`).
+    pub fn from_name(name: &str) -> Option<Fit> {
+        value_named(&Self::ALL, name)
+    }
+
+    pub fn name(self) -> &'static str {
+        name_of(&Self::ALL, self)
+    }
+}
+
+fn value_named<T: Copy>(choices: &[(&'static str, T)], name: &str) -> Option<T> {
+    choices
+        .iter()
+        .find(|(known, _)| *known == name)
+        .map(|&(_, value)| value)
+}
+
+fn name_of<T: PartialEq>(choices: &[(&'static str, T)], value: T) -> &'static str {
+    choices
+        .iter()
+        .find(|(_, known)| *known == value)
+        .map(|&(name, _)| name)
+        .expect("every value is listed in its ALL")
+}
+
+/// Packs `buffers` greedily (see the module documentation). Deterministic: the same buffers
+/// in the same order always give the same offsets.
+pub fn pack_greedy(buffers: &[Buffer], order: Order, fit: Fit) -> Packing {
+    // The time index holds sizes and offsets in 32 bits while they fit (always, in a
+    // microcontroller's memory): a packing that outgrows them starts over with 64.
+    pack_in::<u32>(buffers, order, fit, WINDOW_POINTS)
+        .or_else(|| pack_in::<u64>(buffers, order, fit, WINDOW_POINTS))
+        .expect("every end fits in 64 bits")
+}
+
+/// The greedy loop, with the time index storing sizes and byte offsets as `W`, over
+/// windows of `window_points` points; `None` when a size, an alignment or an end does not
+/// fit in `W`.
+fn pack_in<W: Word>(
+    buffers: &[Buffer],
+    order: Order,
+    fit: Fit,
+    window_points: u32,
+) -> Option<Packing> {
+    let timeline = Timeline::new(buffers);
+    if !W::fits(timeline.largest_value) {
+        return None;
+    }
+    let windows = Windows::new(timeline.points.len() as u32, window_points);
+    let item_of = |index: u32| {
+        let buffer = &buffers[index as usize];
+        Item::new(index as usize, buffer, timeline.span(buffer.lifetime))
+    };
+    // One pass (at a million buffers, each pass over them reads 32 MB from memory) sizes
+    // the heap's lists, groups the buffers by window and sets aside the ones with a fixed
+    // offset. Groups grow as they fill; buffers usually come in time order, so one group at
+    // a time grows, in cache.
+    let mut room = HeapRoom::new(windows.point_count);
+    let mut groups: Vec<Vec<Item<W>>> = (0..=windows.count).map(|_| Vec::new()).collect();
+    let mut fixed = Vec::new();
+    for (index, buffer) in buffers.iter().enumerate() {
+        let item = item_of(index as u32);
+        room.count(&item);
+        match buffer.fixed_offset.get() {
+            Some(offset) => fixed.push((item, offset)),
+            None => groups[windows.group_of(&item)].push(item),
+        }
+    }
+    let mut heap = Heap::<W>::new(room, buffers.len());
+    for (item, offset) in &fixed {
+        heap.place(item, *offset)?;
+    }
+    let key = PlacementKey::for_order(order, fit);
+    sort_groups(&mut groups, key);
+    place_by_windows(&mut heap, &windows, &groups, key, fit)?;
+    Some(Packing {
+        offsets: heap.offsets,
+        height: heap.height,
+        note: String::new(),
+    })
+}
+
+/// Places the buffers of `groups` (see [`Windows::group_of`], each sorted by `key`) window
+/// by window, with the offsets placing them in `key` order
+/// would give (see the module documentation); `None` when an end does not fit in `W`.
+fn place_by_windows<W: Word>(
+    heap: &mut Heap<W>,
+    windows: &Windows,
+    groups: &[Vec<Item<W>>],
+    key: PlacementKey,
+    fit: Fit,
+) -> Option<()> {
+    let mut placer = Placer {
+        heap,
+        occupied: Vec::new(),
+        fit,
+    };
+    let (inside, crossing) = groups.split_at(windows.count);
+    // Per window, the next of its buffers to place.
+    let mut next = vec![0usize; windows.count];
+    // Places window `window`'s buffers that come before `limit` in placement order.
+    let mut place_window_before =
+        |placer: &mut Placer<W>, window: usize, limit: Option<&Item<W>>| {
+            let waiting = &inside[window][next[window]..];
+            let count = match limit {
+                Some(limit) => waiting.partition_point(|item| key.of(item) < key.of(limit)),
+                None => waiting.len(),
+            };
+            if count >= WARM_FROM {
+                placer
+                    .heap
+                    .warm(windows.points(window), count * WARM_PER_PLACEMENT);
+            }
+            for item in &waiting[..count] {
+                placer.place(item)?;
+            }
+            next[window] += count;
+            Some(())
+        };
+    for item in &crossing[0] {
+        for window in windows.of(item.lo)..=windows.of(item.hi) {
+            place_window_before(&mut placer, window, Some(item))?;
+        }
+        placer.place(item)?;
+    }
+    (0..windows.count).try_for_each(|window| place_window_before(&mut placer, window, None))
+}
+
+/// The windows of time that placement proceeds by (see the module documentation).
+struct Windows {
+    point_count: u32,
+    points_per_window: u32,
+    count: usize,
+}
+
+impl Windows {
+    fn new(point_count: u32, points_per_window: u32) -> Windows {
+        Windows {
+            point_count,
+            points_per_window,
+            count: point_count.div_ceil(points_per_window) as usize,
+        }
+    }
+
+    fn of(&self, point: u32) -> usize {
+        (point / self.points_per_window) as usize
+    }
+
+    /// The points of window `window`.
+    fn points(&self, window: usize) -> RangeInclusive<u32> {
+        let first = window as u32 * self.points_per_window;
+        first..=(first + self.points_per_window - 1).min(self.point_count - 1)
+    }
+
+    /// `item`'s group: its window when its span lies inside one, `count` when it crosses a
+    /// window boundary.
+    fn group_of<W: Word>(&self, item: &Item<W>) -> usize {
+        match self.of(item.lo) {
+            window if window == self.of(item.hi) => window,
+            _ => self.count,
+        }
+    }
+}
+
+/// Sorts each of `groups` by `key` on its own: a group is small enough to stay in cache, so
+/// the sorting costs about the same per buffer at a million buffers as at a thousand.
+fn sort_groups<W: Word>(groups: &mut [Vec<Item<W>>], key: PlacementKey) {
+    // One working room, for the largest group, serves every group's sort, rather than an
+    // allocation per group (hundreds at a million buffers).
+    let largest = groups.iter().map(Vec::len).max();
+    let mut room = RadixRoom::new(largest.unwrap_or(0));
+    for group in groups {
+        radix_sort(group, &mut room, |item| key.of(item));
+    }
+}
+
+/// Places buffers one at a time into a [`Heap`].
+struct Placer<'a, W> {
+    heap: &'a mut Heap<W>,
+    /// Byte ranges of the placed buffers overlapping the current one in time; reused.
+    occupied: Vec<Bytes<W>>,
+    fit: Fit,
+}
+
+impl<W: Word> Placer<'_, W> {
+    /// Places `item` in the gap [`choose_gap`] picks; `None` when its end does not fit in `W`.
+    fn place(&mut self, item: &Item<W>) -> Option<()> {
+        self.heap.collect_overlapping(item, &mut self.occupied);
+        self.occupied.sort_unstable_by_key(|bytes| bytes.offset);
+        let ranges = self.occupied.iter().map(|bytes| bytes.widen());
+        let offset = choose_gap(ranges, item.size(), item.alignment(), self.fit);
+        self.heap.place(item, offset)
+    }
+}

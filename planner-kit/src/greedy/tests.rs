@@ -1,0 +1,380 @@
+use std::cmp::Reverse;
+
+use super::*;
+use crate::testing::{assert_valid_packing, buffer};
+use crate::FixedOffset;
+use memplan_plugin_api::Lifetime;
+
+/// TFLite Micro's `greedy_medium` test trace: sizes with inclusive lifetimes.
+fn greedy_medium() -> Vec<Buffer> {
+    vec![
+        buffer(10, 0, 1),
+        buffer(20, 1, 2),
+        buffer(30, 2, 3),
+        buffer(40, 3, 4),
+        buffer(50, 0, 1),
+    ]
+}
+
+#[test]
+fn first_fit_reproduces_tflm_greedy_medium() {
+    let buffers = greedy_medium();
+    let packing = pack_greedy(&buffers, Order::Size, Fit::First);
+    assert_eq!(packing.offsets, vec![50, 70, 40, 0, 0]);
+    assert_eq!(packing.height, 90);
+    assert_valid_packing(&buffers, &packing);
+}
+
+#[test]
+fn every_order_and_fit_gives_a_valid_packing() {
+    let buffers = greedy_medium();
+    for (_, order) in Order::ALL {
+        for (_, fit) in Fit::ALL {
+            let packing = pack_greedy(&buffers, order, fit);
+            assert_valid_packing(&buffers, &packing);
+            assert!(
+                packing.height >= 80,
+                "{order:?} {fit:?}: below the lower bound"
+            );
+        }
+    }
+}
+
+#[test]
+fn best_fit_takes_the_smallest_gap_first_fit_the_lowest() {
+    // Two long-lived walls leave a 100-byte gap at 0 and a 40-byte gap at 200.
+    let buffers = vec![
+        Buffer {
+            fixed_offset: FixedOffset::at(100),
+            ..buffer(100, 0, 9)
+        },
+        Buffer {
+            fixed_offset: FixedOffset::at(240),
+            ..buffer(10, 0, 9)
+        },
+        buffer(30, 2, 3),
+    ];
+    let best = pack_greedy(&buffers, Order::Size, Fit::Best);
+    assert_eq!(best.offsets, vec![100, 240, 200]);
+    let first = pack_greedy(&buffers, Order::Size, Fit::First);
+    assert_eq!(first.offsets, vec![100, 240, 0]);
+    assert_valid_packing(&buffers, &best);
+    assert_valid_packing(&buffers, &first);
+}
+
+#[test]
+fn alignment_is_honoured_inside_gaps() {
+    let buffers = vec![
+        buffer(3, 0, 5),
+        Buffer {
+            alignment: 16,
+            ..buffer(8, 0, 5)
+        },
+        Buffer {
+            alignment: 8,
+            ..buffer(8, 1, 2)
+        },
+    ];
+    for (_, fit) in Fit::ALL {
+        let packing = pack_greedy(&buffers, Order::Size, fit);
+        assert_valid_packing(&buffers, &packing);
+    }
+}
+
+#[test]
+fn nothing_to_pack_packs_to_nothing() {
+    for (_, fit) in Fit::ALL {
+        let packing = pack_greedy(&[], Order::Size, fit);
+        assert!(packing.offsets.is_empty());
+        assert_eq!(packing.height, 0);
+    }
+    let fixed_only = [Buffer {
+        fixed_offset: FixedOffset::at(32),
+        ..buffer(8, 3, 9)
+    }];
+    assert_eq!(pack_greedy(&fixed_only, Order::Size, Fit::Best).height, 40);
+}
+
+#[test]
+fn buffers_disjoint_in_time_share_bytes() {
+    let buffers = vec![buffer(64, 0, 1), buffer(64, 2, 3), buffer(64, 4, 4)];
+    let packing = pack_greedy(&buffers, Order::Size, Fit::Best);
+    assert_eq!(packing.offsets, vec![0, 0, 0]);
+    assert_eq!(packing.height, 64);
+}
+
+/// Indices of the buffers without a fixed offset in placement order.
+fn order_of(buffers: &[Buffer], order: Order, fit: Fit) -> Vec<u32> {
+    let mut queue: Vec<Item<u64>> = buffers
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.fixed_offset.is_none())
+        .map(|(index, b)| Item::<u64>::new(index, b, (0, 0)))
+        .collect();
+    let key = PlacementKey::for_order(order, fit);
+    let mut room = RadixRoom::new(queue.len());
+    radix_sort(&mut queue, &mut room, |item| key.of(item));
+    queue.iter().map(|item| item.index).collect()
+}
+
+/// The documented orders, written as plain comparison sorts: the reference the radix
+/// sort must agree with.
+fn reference_order(buffers: &[Buffer], order: Order, fit: Fit) -> Vec<u32> {
+    let mut indices: Vec<u32> = (0..buffers.len() as u32)
+        .filter(|&i| buffers[i as usize].fixed_offset.is_none())
+        .collect();
+    let size = |i: u32| buffers[i as usize].size;
+    let duration = |i: u32| buffers[i as usize].lifetime.duration();
+    match (order, fit) {
+        (Order::Size, Fit::First) => indices.sort_by_key(|&i| (Reverse(size(i)), Reverse(i))),
+        (Order::Size, Fit::Best) => {
+            indices.sort_by_key(|&i| (Reverse(size(i)), Reverse(duration(i)), i))
+        }
+        (Order::Duration, _) => {
+            indices.sort_by_key(|&i| (Reverse(duration(i)), Reverse(size(i)), i))
+        }
+        (Order::Area, _) => indices.sort_by_key(|&i| {
+            let area = u128::from(size(i)) * u128::from(duration(i));
+            (Reverse(area), Reverse(size(i)), i)
+        }),
+    }
+    indices
+}
+
+#[test]
+fn orders_sort_as_documented() {
+    let buffers = [buffer(10, 0, 9), buffer(20, 0, 0), buffer(20, 0, 1)];
+    assert_eq!(order_of(&buffers, Order::Size, Fit::Best), vec![2, 1, 0]);
+    // TFLite Micro's order: equal sizes in reverse model order, lifetimes ignored.
+    let tflm = [buffer(20, 0, 1), buffer(20, 0, 0), buffer(10, 0, 9)];
+    assert_eq!(order_of(&tflm, Order::Size, Fit::First), vec![1, 0, 2]);
+    assert_eq!(
+        order_of(&buffers, Order::Duration, Fit::Best),
+        vec![0, 2, 1]
+    );
+    assert_eq!(order_of(&buffers, Order::Area, Fit::Best), vec![0, 2, 1]);
+}
+
+#[test]
+fn radix_sorted_orders_match_comparison_sorts() {
+    // Sizes and durations spread over every key byte, with many ties.
+    let buffers: Vec<Buffer> = (0..3000u64)
+        .map(|i| {
+            let size = match i % 5 {
+                0 => i % 7 + 1,
+                1 => (i * 2_654_435_761) % (1 << 40) + 1,
+                2 => u64::MAX - i % 3,
+                3 => 1 << (i % 64),
+                _ => 4096,
+            };
+            let first = (i * 31 % 500) as u32;
+            let duration = [0, 1, 300, 70_000, u32::MAX - first][(i % 5) as usize];
+            Buffer {
+                size,
+                alignment: 1,
+                lifetime: Lifetime::new(first, first.saturating_add(duration)),
+                fixed_offset: (i % 97 == 0).then_some(i).into(),
+            }
+        })
+        .collect();
+    for (_, order) in Order::ALL {
+        for (_, fit) in Fit::ALL {
+            assert_eq!(
+                order_of(&buffers, order, fit),
+                reference_order(&buffers, order, fit),
+                "{order:?} {fit:?}"
+            );
+        }
+    }
+}
+
+/// The same greedy packing with the overlapping buffers found by brute force.
+fn pack_by_brute_force(buffers: &[Buffer], order: Order, fit: Fit) -> Vec<u64> {
+    let mut placed: Vec<Option<u64>> = buffers.iter().map(|b| b.fixed_offset.get()).collect();
+    for index in reference_order(buffers, order, fit) {
+        let own = &buffers[index as usize];
+        let mut occupied: Vec<(u64, u64)> = (0..buffers.len())
+            .filter_map(|j| placed[j].map(|offset| (j, offset)))
+            .filter(|&(j, _)| buffers[j].lifetime.overlaps(own.lifetime))
+            .map(|(j, offset)| (offset, offset + buffers[j].size))
+            .collect();
+        occupied.sort_unstable_by_key(|&(offset, _)| offset);
+        placed[index as usize] = Some(choose_gap(occupied, own.size, own.alignment, fit));
+    }
+    placed.into_iter().map(Option::unwrap).collect()
+}
+
+#[test]
+fn the_time_indexes_find_exactly_the_overlapping_buffers() {
+    // Short, long (beyond SHORT_SPAN points), whole-run, fixed and sparse-start buffers.
+    let mut buffers: Vec<Buffer> = (0..600u32)
+        .map(|i| {
+            let first = (i * 37) % 150;
+            let duration = match i % 10 {
+                0 => 20 + i % 60,
+                1 => 9 + i % 3,
+                _ => i % 4,
+            };
+            Buffer {
+                size: u64::from(i * 7919 % 113 + 1),
+                alignment: 1 << (i % 3),
+                lifetime: Lifetime::new(first, first + duration),
+                fixed_offset: FixedOffset::NONE,
+            }
+        })
+        .collect();
+    buffers.push(buffer(50, 0, 400));
+    buffers.push(Buffer {
+        fixed_offset: FixedOffset::at(1000),
+        ..buffer(64, 30, 90)
+    });
+    // The same buffers scaled past 4 GiB, so that the index stores 64-bit offsets.
+    let scaled: Vec<Buffer> = buffers
+        .iter()
+        .map(|b| Buffer {
+            size: b.size << 28,
+            alignment: b.alignment << 28,
+            fixed_offset: b.fixed_offset.get().map(|offset| offset << 28).into(),
+            ..*b
+        })
+        .collect();
+    assert!(pack_in::<u32>(&buffers, Order::Size, Fit::Best, WINDOW_POINTS).is_some());
+    assert!(pack_in::<u32>(&scaled, Order::Size, Fit::Best, WINDOW_POINTS).is_none());
+    for buffers in [buffers, scaled] {
+        for (_, order) in Order::ALL {
+            for (_, fit) in Fit::ALL {
+                let expected = pack_by_brute_force(&buffers, order, fit);
+                let packing = pack_greedy(&buffers, order, fit);
+                assert_valid_packing(&buffers, &packing);
+                assert_eq!(packing.offsets, expected, "{order:?} {fit:?}");
+                // Windows of a few points: most buffers cross a window boundary.
+                for window_points in [1, 3, 16] {
+                    let windowed =
+                        pack_in::<u64>(&buffers, order, fit, window_points).expect("64 bits");
+                    assert_eq!(
+                        windowed.offsets, expected,
+                        "{order:?} {fit:?} {window_points}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn offsets_narrow_to_32_bits_only_while_every_end_fits() {
+    let top = u64::from(u32::MAX);
+    // The larger buffer goes first, the other on top, ending at 2^32 - 1 or one byte above.
+    for (size, fits) in [(top - 10, true), (top - 9, false)] {
+        let buffers = vec![buffer(10, 0, 1), buffer(size, 0, 1)];
+        let narrow = pack_in::<u32>(&buffers, Order::Duration, Fit::Best, WINDOW_POINTS);
+        assert_eq!(narrow.is_some(), fits, "size {size}");
+        let packing = pack_greedy(&buffers, Order::Duration, Fit::Best);
+        assert_eq!(packing.offsets, vec![size, 0]);
+        assert_eq!(packing.height, size + 10);
+    }
+    let fixed = Buffer {
+        fixed_offset: FixedOffset::at(top),
+        ..buffer(1, 0, 1)
+    };
+    let packing = pack_greedy(&[fixed, buffer(4, 0, 1)], Order::Size, Fit::Best);
+    assert_eq!(packing.offsets, vec![top, 0]);
+}
+
+#[test]
+fn sparse_and_dense_steps_give_the_same_spans() {
+    let dense = vec![
+        buffer(1, 5, 9),
+        buffer(1, 7, 7),
+        buffer(1, 9, 12),
+        buffer(1, 12, 12),
+    ];
+    let sparse: Vec<Buffer> = dense
+        .iter()
+        .map(|b| {
+            let (first, last) = (b.lifetime.first, b.lifetime.last);
+            buffer(1, first * 100_000, last * 100_000)
+        })
+        .collect();
+    let expected = vec![(0, 2), (1, 1), (2, 3), (3, 3)];
+    let spans = |buffers: &[Buffer]| {
+        let timeline = Timeline::new(buffers);
+        assert_eq!(
+            timeline.last_point_at.is_some(),
+            buffers[0].lifetime.first < 100,
+            "the table is for dense steps only"
+        );
+        let spans: Vec<(u32, u32)> = buffers.iter().map(|b| timeline.span(b.lifetime)).collect();
+        spans
+    };
+    assert_eq!(spans(&dense), expected);
+    assert_eq!(spans(&sparse), expected);
+    assert!(Timeline::new(&[]).points.is_empty());
+}
+
+#[test]
+fn names_round_trip() {
+    for (name, order) in Order::ALL {
+        assert_eq!(Order::from_name(name), Some(order));
+        assert_eq!(order.name(), name);
+    }
+    for (name, fit) in Fit::ALL {
+        assert_eq!(Fit::from_name(name), Some(fit));
+        assert_eq!(fit.name(), name);
+    }
+    assert_eq!(Order::from_name("random"), None);
+}
+
+#[test]
+fn stabbing_tree_reports_exactly_the_live_intervals() {
+    // Brute force over every leaf of a small tree with intervals of all shapes.
+    let leaves = 13;
+    let mut intervals = Vec::new();
+    for lo in 0..leaves as u32 {
+        for hi in (lo..leaves as u32).step_by(3) {
+            intervals.push((lo, hi));
+        }
+    }
+    let mut tree = StabbingTree::<u32>::new(leaves, &intervals);
+    for (item, &(lo, hi)) in intervals.iter().enumerate() {
+        let slot = LongSlot {
+            bytes: Bytes::new(item as u64, item as u64 + 1),
+            lo,
+            hi,
+        };
+        tree.insert(lo, hi, slot);
+    }
+    for point in 0..leaves as u32 {
+        let mut found = Vec::new();
+        tree.for_each_live_at(point, |slots| {
+            found.extend(
+                slots
+                    .iter()
+                    .filter(|s| !s.is_free())
+                    .map(|s| s.bytes.widen().0),
+            )
+        });
+        found.sort_unstable();
+        let expected: Vec<u64> = (0..intervals.len() as u64)
+            .filter(|&i| intervals[i as usize].0 <= point && point <= intervals[i as usize].1)
+            .collect();
+        assert_eq!(found, expected, "leaf {point}");
+    }
+}
+
+#[test]
+fn packing_is_deterministic() {
+    let buffers: Vec<Buffer> = (0..200u32)
+        .map(|i| Buffer {
+            size: u64::from(i * 7919 % 97 + 1),
+            alignment: 1 << (i % 4),
+            lifetime: Lifetime::new(i % 23, i % 23 + i % 5),
+            fixed_offset: FixedOffset::NONE,
+        })
+        .collect();
+    let first = pack_greedy(&buffers, Order::Size, Fit::Best);
+    assert_valid_packing(&buffers, &first);
+    for _ in 0..3 {
+        assert_eq!(pack_greedy(&buffers, Order::Size, Fit::Best), first);
+    }
+}
