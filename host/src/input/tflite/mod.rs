@@ -27,6 +27,8 @@ mod vocabulary;
 #[cfg(test)]
 mod corpus_tests;
 #[cfg(test)]
+mod test_model;
+#[cfg(test)]
 mod tests;
 
 use std::cell::{Cell, RefCell};

@@ -1,0 +1,102 @@
+use super::*;
+use crate::problem::Problem;
+use memplan_planner_kit::testing::buffer;
+use memplan_planner_kit::Buffer;
+
+/// Searches in every order; panics unless they agree.
+fn solve(buffers: &[Buffer], cap: u64) -> (End, Option<u64>) {
+    let problem = Problem::new(buffers);
+    assert_eq!(problem.components.len(), 1);
+    let context = HostContext::detached();
+    let results: Vec<(End, Option<u64>)> = Order::ALL
+        .iter()
+        .flat_map(|&order| {
+            [Branching::FewestChildren, Branching::Leftmost]
+                .map(move |branching| (order, branching))
+        })
+        .map(|(order, branching)| {
+            let mut search =
+                Search::new(&problem.components[0], order, cap, 0).with_branching(branching);
+            let end = search.run(
+                u64::MAX,
+                Deadline {
+                    at: None,
+                    context: &context,
+                },
+            );
+            (end, search.best().map(|(height, _)| *height))
+        })
+        .collect();
+    assert!(
+        results.windows(2).all(|pair| pair[0] == pair[1]),
+        "{results:?}"
+    );
+    results[0]
+}
+
+#[test]
+fn finds_the_minimum_of_minimallocs_example() {
+    // input.12.csv: half-open [lower, upper) made inclusive.
+    let buffers = [
+        buffer(4, 0, 2),
+        buffer(4, 3, 8),
+        buffer(4, 0, 8),
+        buffer(4, 9, 20),
+        buffer(4, 0, 20),
+    ];
+    assert_eq!(solve(&buffers, 100), (End::Exhausted, Some(12)));
+    assert_eq!(solve(&buffers, 11), (End::Exhausted, None));
+}
+
+/// The smallest height by trying every offset of every buffer (tiny instances only).
+fn brute_force(buffers: &[Buffer]) -> u64 {
+    fn fits(buffers: &[Buffer], offsets: &mut Vec<u64>, height: u64) -> bool {
+        let index = offsets.len();
+        if index == buffers.len() {
+            return true;
+        }
+        let buffer = &buffers[index];
+        for offset in 0..=height.saturating_sub(buffer.size) {
+            let clear = (0..index).all(|other| {
+                !buffers[other].lifetime.overlaps(buffer.lifetime)
+                    || offsets[other] + buffers[other].size <= offset
+                    || offset + buffer.size <= offsets[other]
+            });
+            if clear {
+                offsets.push(offset);
+                if fits(buffers, offsets, height) {
+                    return true;
+                }
+                offsets.pop();
+            }
+        }
+        false
+    }
+    (1..)
+        .find(|&height| fits(buffers, &mut Vec::new(), height))
+        .expect("a height")
+}
+
+#[test]
+fn agrees_with_brute_force_on_small_random_instances() {
+    let mut random = memplan_planner_kit::XorShift64Star::new(7);
+    for _ in 0..100 {
+        let count = 3 + random.below(5) as usize;
+        let buffers: Vec<Buffer> = (0..count)
+            .map(|_| {
+                let first = random.below(4) as u32;
+                let last = first + random.below(3) as u32;
+                buffer(1 + random.below(5), first, last)
+            })
+            .collect();
+        // Chain them in time so that they form one component.
+        let mut buffers = buffers;
+        buffers.push(buffer(1, 0, 5));
+        let expected = brute_force(&buffers);
+        assert_eq!(
+            solve(&buffers, 100),
+            (End::Exhausted, Some(expected)),
+            "{buffers:?}"
+        );
+    }
+}
