@@ -254,6 +254,6 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Planners(args) => commands::planners::run(&args),
         Command::Check(args) => commands::check::run(&args),
         Command::Bench(args) => commands::bench::run(&args, !cli.quiet),
-        Command::PlanWorker(args) => commands::worker::run(&args),
+        Command::PlanWorker(args) => crate::registry::isolate::worker::run(&args),
     }
 }

@@ -28,5 +28,6 @@ pub mod input;
 pub mod plan_file;
 pub mod registry;
 pub mod render;
+pub mod report;
 
 pub use error::{Error, ErrorKind, Result};

@@ -295,8 +295,8 @@ fn layout_picture_has_a_panel_per_region_and_a_rectangle_per_tensor() {
     fs::remove_dir_all(&root).unwrap();
 }
 
-fn report() -> memplan::emit::summary::RunReport {
-    memplan::emit::summary::RunReport {
+fn report() -> memplan::report::plan::RunReport {
+    memplan::report::plan::RunReport {
         planner: "greedy-bestfit".to_string(),
         planner_summary: "hand-made".to_string(),
         candidates: Vec::new(),
@@ -313,7 +313,7 @@ fn report() -> memplan::emit::summary::RunReport {
 fn json_summary_carries_arenas_hashes_planner_and_timings() {
     let plan = rendered(false);
     let mut stdout = Vec::new();
-    memplan::emit::summary::write_json(&plan, &report(), &mut stdout).unwrap();
+    memplan::report::plan::write_json(&plan, &report(), &mut stdout).unwrap();
     let summary: serde_json::Value = serde_json::from_slice(&stdout).unwrap();
     assert_eq!(summary["plan_hash"], plan.plan_hash.as_str());
     assert_eq!(
@@ -350,7 +350,7 @@ fn text_summary_has_a_line_per_region() {
     checked.plan.arenas[dtcm].size = 1024;
     let plan = render(&analysis, &checked, &options(false)).unwrap();
     let mut stdout = Vec::new();
-    memplan::emit::summary::write_text(&plan, &report(), &mut stdout).unwrap();
+    memplan::report::plan::write_text(&plan, &report(), &mut stdout).unwrap();
     let text = String::from_utf8(stdout).unwrap();
     assert!(text.contains(&plan.plan_hash), "{text}");
     assert!(text.contains("greedy-bestfit (hand-made)"), "{text}");

@@ -4,8 +4,6 @@ pub mod bench;
 pub mod check;
 pub mod plan;
 pub mod planners;
-pub mod select;
-pub mod worker;
 
 use std::path::Path;
 

@@ -4,11 +4,11 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use crate::cli::{Format, PlanArgs, Verbosity};
-use crate::commands::select;
-use crate::emit::summary::{self, RunReport};
 use crate::error::{Error, Result};
+use crate::registry::select;
 use crate::registry::{Isolation, Registry, RunLimits};
 use crate::render::RenderOptions;
+use crate::report::plan::{self as summary, RunReport};
 use crate::{check, emit, render};
 
 /// Runs `stage` and records how long it took under `name`.

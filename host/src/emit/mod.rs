@@ -13,7 +13,6 @@ mod c_sources;
 mod c_templates;
 mod c_text;
 mod residency;
-pub mod summary;
 mod svg;
 
 use std::path::Path;

@@ -21,8 +21,10 @@
 
 pub mod isolate;
 pub mod load;
+pub mod measure;
 pub mod run;
 pub mod search;
+pub mod select;
 pub mod trust;
 
 use std::collections::BTreeMap;

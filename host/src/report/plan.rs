@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::error::ErrorKind;
+use crate::registry::select::{Candidate, CandidateOutcome};
 use crate::render::RenderPlan;
 
 /// What the plan command knows about the run beyond the rendered plan.
@@ -28,27 +29,6 @@ pub struct RunReport {
     /// The output directory and the files written there.
     pub out: PathBuf,
     pub files: Vec<String>,
-}
-
-/// One planner's result in a best-of run.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Candidate {
-    pub planner: String,
-    /// Wall time of the planner's run and of the check of its plan.
-    pub elapsed: Duration,
-    pub outcome: CandidateOutcome,
-}
-
-/// What came of one planner in a best-of run.
-#[derive(Clone, Debug, PartialEq)]
-pub enum CandidateOutcome {
-    /// A plan the checker accepted, taking `writable_bytes` in the writable memories;
-    /// `kept` for the one plan that was kept.
-    Planned { writable_bytes: u64, kept: bool },
-    /// The planner's plan was rejected by the checker.
-    Rejected { reason: String },
-    /// The planner gave no plan; `kind` says how it failed (plugin failure, does not fit, ...).
-    Failed { kind: ErrorKind, reason: String },
 }
 
 /// A candidate in the JSON summary. Fields in alphabetical order, the order the report has

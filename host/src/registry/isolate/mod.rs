@@ -27,6 +27,8 @@ use std::time::{Duration, Instant};
 use memplan_plugin_api::{MemoryPlan, PlanError, PlanRequest};
 use serde::{Deserialize, Serialize};
 
+pub mod worker;
+
 use super::run::grace_period;
 use crate::error::{Error, ErrorKind, Result};
 

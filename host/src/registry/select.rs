@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use memplan_plugin_api::abi_stable::std_types::RString;
 use memplan_plugin_api::{MemoryPlan, PlanRequest};
 
-use crate::emit::summary::{Candidate, CandidateOutcome};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The planner names of a `--planner` value: comma-separated, trimmed, non-empty, distinct.
@@ -137,6 +136,27 @@ pub fn writable_bytes(request: &PlanRequest, plan: &MemoryPlan) -> u64 {
         .sum()
 }
 
+/// One planner's result in a best-of run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    pub planner: String,
+    /// Wall time of the planner's run and of the check of its plan.
+    pub elapsed: Duration,
+    pub outcome: CandidateOutcome,
+}
+
+/// What came of one planner in a best-of run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CandidateOutcome {
+    /// A plan the checker accepted, taking `writable_bytes` in the writable memories;
+    /// `kept` for the one plan that was kept.
+    Planned { writable_bytes: u64, kept: bool },
+    /// The planner's plan was rejected by the checker.
+    Rejected { reason: String },
+    /// The planner gave no plan; `kind` says how it failed (plugin failure, does not fit, ...).
+    Failed { kind: ErrorKind, reason: String },
+}
+
 /// One planner's result. `P` is the plan as the caller keeps it: a `MemoryPlan`, or a
 /// checked plan that borrows as one.
 #[derive(Debug)]
@@ -179,7 +199,7 @@ impl<P> Selection<P> {
     }
 
     /// Every planner's result for the summary, in the order listed: its plan's bytes (and
-    /// whether it was kept), or why it gave none. Built once here; `emit::summary` renders it
+    /// whether it was kept), or why it gave none. Built once here; `report::plan` renders it
     /// as text and as JSON.
     pub fn candidates(&self) -> Vec<Candidate> {
         self.runs

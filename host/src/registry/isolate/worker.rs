@@ -15,9 +15,9 @@ use std::process::ExitCode;
 
 use memplan_plugin_api::PlanRequest;
 
+use super::{WorkerReply, STARTED_LINE};
 use crate::cli::WorkerArgs;
 use crate::error::{Error, Result};
-use crate::registry::isolate::{WorkerReply, STARTED_LINE};
 use crate::registry::trust::OpenedPlugin;
 use crate::registry::{call_planner, open_module, LoadFailure, RunLimits};
 

@@ -1,0 +1,296 @@
+//! `memplan bench INPUTS... --planner a,b,c`: for each input and planner, the scratch arena
+//! height, its lower bound, their ratio and the median planning time over several runs.
+//!
+//! Figures (the scratch side of the plan, which is what planners differ on):
+//! - *height*: per scratch arena, the highest `offset + size` of the tensors bound there
+//!   (before the arena is rounded up to its alignment), summed over the scratch arenas;
+//! - *lower bound*: [`lower_bound`] of every scratch tensor (aligned sizes), the same for all
+//!   planners; no plan's height can be below it, however its tensors are split over memories;
+//! - *time*: the median wall time of `--runs` calls of the planner.
+//!
+//! Every run of a planner must give the same plan; a planner that does not is reported as
+//! failed. That plan is then checked once, outside the timed runs, with the same checker as
+//! `memplan plan`: a plan the checker rejects fails its row (exit 3 when it is the first
+//! failure), so no figure is reported for a plan that would never be used. Rows come in input
+//! order, then planner order, so that everything but the times is the same from one bench to
+//! the next. A progress bar is drawn on stderr when it is a terminal.
+//!
+//! This module measures; `report::bench` prints the rows, `commands::bench` wires them.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use memplan_plugin_api::bounds::{align_up, lower_bound};
+use memplan_plugin_api::{ArenaRole, MemoryPlan, PlanRequest};
+
+use crate::check::Violations;
+use crate::error::{Error, Result};
+
+/// Violations a failed row names: a row is one line of the text table, so only the first few;
+/// `memplan plan` with the same planner lists them all.
+const VIOLATIONS_SHOWN: usize = 3;
+
+/// One planner's figures on one input.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measurement {
+    pub height: u64,
+    pub lower_bound: u64,
+    pub median_time: Duration,
+    pub runs: u32,
+}
+
+impl Measurement {
+    /// `height / lower_bound` (1 when both are 0).
+    pub fn ratio(&self) -> f64 {
+        if self.lower_bound == 0 {
+            if self.height == 0 {
+                1.0
+            } else {
+                f64::INFINITY
+            }
+        } else {
+            self.height as f64 / self.lower_bound as f64
+        }
+    }
+}
+
+/// One row of the bench: an input, a planner and what came out.
+#[derive(Debug)]
+pub struct BenchRow {
+    pub input: String,
+    pub planner: String,
+    pub outcome: Result<Measurement>,
+}
+
+/// Calls `plan` `runs` times (at least once), then `check`s the plan it gives (once, untimed)
+/// and measures it; fails with the planner's error, when two runs give different plans, or
+/// when `check` rejects the plan (kind `Rejected`, naming the first violations).
+pub fn measure_planner(
+    request: &PlanRequest,
+    planner: &str,
+    runs: u32,
+    mut plan: impl FnMut() -> Result<MemoryPlan>,
+    check: impl FnOnce(MemoryPlan) -> Result<(), Violations>,
+) -> Result<Measurement> {
+    let runs = runs.max(1);
+    let mut times = Vec::with_capacity(runs as usize);
+    let mut first: Option<MemoryPlan> = None;
+    for run in 0..runs {
+        let start = Instant::now();
+        let this = plan()?;
+        times.push(start.elapsed());
+        match &first {
+            None => first = Some(this),
+            Some(first) if *first != this => {
+                return Err(Error::plugin(format!(
+                    "planner `{planner}` is not deterministic: run {} gave a different plan \
+                     from run 1",
+                    run + 1
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    times.sort_unstable();
+    let plan = first.expect("at least one run");
+    let height = scratch_height(&plan);
+    check(plan).map_err(|violations| wrong_plan_error(planner, &violations))?;
+    Ok(Measurement {
+        height,
+        lower_bound: scratch_lower_bound(request),
+        median_time: times[times.len() / 2],
+        runs,
+    })
+}
+
+/// The failure of a row whose plan the checker rejected: the planner, how many violations and
+/// the first [`VIOLATIONS_SHOWN`] of them, one per line (the text table joins the lines).
+pub fn wrong_plan_error(planner: &str, violations: &Violations) -> Error {
+    let count = violations.len();
+    let mut message = format!(
+        "planner `{planner}` returned a wrong plan, rejected by the checker ({count} \
+         violation{}):",
+        if count == 1 { "" } else { "s" }
+    );
+    for violation in violations.iter().take(VIOLATIONS_SHOWN) {
+        message.push_str(&format!("\n  - {violation}"));
+    }
+    if count > VIOLATIONS_SHOWN {
+        message.push_str(&format!(
+            "\n  and {} more; `memplan plan` with this planner lists them",
+            count - VIOLATIONS_SHOWN
+        ));
+    }
+    Error::rejected(message)
+}
+
+/// Sum over scratch arenas of the highest `offset + size` bound there.
+pub fn scratch_height(plan: &MemoryPlan) -> u64 {
+    let mut tops: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+    for allocation in plan.allocations.iter() {
+        let binding = allocation.binding;
+        if binding.role == ArenaRole::Scratch {
+            let top = tops
+                .entry((binding.memory, binding.source_memory))
+                .or_default();
+            *top = (*top).max(binding.offset + allocation.size);
+        }
+    }
+    tops.values().sum()
+}
+
+/// Lower bound of the scratch tensors of `request` (aliases excepted), aligned sizes.
+pub fn scratch_lower_bound(request: &PlanRequest) -> u64 {
+    lower_bound(
+        request
+            .tensors
+            .iter()
+            .filter(|t| t.kind.role() == ArenaRole::Scratch && t.alias_of.is_none())
+            .map(|t| (align_up(t.size, t.alignment), t.lifetime)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use abi_stable::std_types::RString;
+    use abi_stable::std_types::{ROption, RVec};
+    use memplan_planner_kit::testing::allocation;
+    use memplan_plugin_api::{AliasOf, TensorKind, TensorRequest};
+
+    use crate::check::{Violation, ViolationKind};
+    use crate::error::ErrorKind;
+
+    fn tensor(kind: TensorKind, size: u64, first: u32, last: u32) -> TensorRequest {
+        memplan_planner_kit::testing::tensor("t", kind, size, first, last)
+    }
+
+    #[test]
+    fn height_sums_scratch_arenas_and_ignores_other_roles() {
+        let plan = MemoryPlan {
+            arenas: RVec::new(),
+            allocations: RVec::from(vec![
+                allocation(0, ArenaRole::Scratch, 0, 0, 40),
+                allocation(1, ArenaRole::Scratch, 0, 48, 10),
+                allocation(2, ArenaRole::Scratch, 1, 0, 7),
+                allocation(3, ArenaRole::Constant, 0, 0, 1000),
+            ]),
+            summary: RString::new(),
+        };
+        assert_eq!(scratch_height(&plan), 58 + 7);
+    }
+
+    #[test]
+    fn lower_bound_counts_aligned_scratch_tensors_only() {
+        let mut alias = tensor(TensorKind::Intermediate, 64, 0, 1);
+        alias.alias_of = ROption::RSome(AliasOf { root: 0, offset: 0 });
+        let request = PlanRequest {
+            tensors: RVec::from(vec![
+                tensor(TensorKind::Input, 10, 0, 1),
+                tensor(TensorKind::Intermediate, 20, 1, 2),
+                tensor(TensorKind::Constant, 500, 0, 2),
+                alias,
+            ]),
+            memories: RVec::new(),
+            num_steps: 3,
+            options: RString::from("{}"),
+        };
+        assert_eq!(scratch_lower_bound(&request), 16 + 32);
+    }
+
+    fn empty_request() -> PlanRequest {
+        PlanRequest {
+            tensors: RVec::from(vec![tensor(TensorKind::Intermediate, 32, 0, 0)]),
+            memories: RVec::new(),
+            num_steps: 1,
+            options: RString::from("{}"),
+        }
+    }
+
+    fn plan_with_height(height: u64) -> MemoryPlan {
+        MemoryPlan {
+            arenas: RVec::new(),
+            allocations: RVec::from(vec![allocation(0, ArenaRole::Scratch, 0, 0, height)]),
+            summary: RString::new(),
+        }
+    }
+
+    #[test]
+    fn measuring_runs_the_planner_the_given_number_of_times_and_checks_its_plan_once() {
+        let mut calls = 0;
+        let mut checked = Vec::new();
+        let m = measure_planner(
+            &empty_request(),
+            "p",
+            5,
+            || {
+                calls += 1;
+                Ok(plan_with_height(48))
+            },
+            |plan| {
+                checked.push(plan);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(calls, 5);
+        assert_eq!(checked, vec![plan_with_height(48)]);
+        assert_eq!((m.height, m.lower_bound, m.runs), (48, 32, 5));
+        assert_eq!(m.ratio(), 1.5);
+    }
+
+    #[test]
+    fn a_planner_giving_different_plans_is_reported_as_not_deterministic() {
+        let mut calls = 0;
+        let mut checks = 0;
+        let error = measure_planner(
+            &empty_request(),
+            "flaky",
+            3,
+            || {
+                calls += 1;
+                Ok(plan_with_height(32 * calls))
+            },
+            |_| {
+                checks += 1;
+                Ok(())
+            },
+        )
+        .unwrap_err();
+        assert!(error.message.contains("not deterministic"), "{error}");
+        assert_eq!(checks, 0, "no plan to check");
+    }
+
+    #[test]
+    fn a_plan_the_checker_rejects_fails_the_row_naming_the_first_violations() {
+        let violations: Vec<Violation> = (1..=5)
+            .map(|n| Violation::new(ViolationKind::Overlap, format!("overlap number {n}")))
+            .collect();
+        let error = measure_planner(
+            &empty_request(),
+            "sloppy",
+            2,
+            || Ok(plan_with_height(16)),
+            |_| Err(Violations(violations)),
+        )
+        .unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Rejected);
+        let message = &error.message;
+        assert!(
+            message.starts_with(
+                "planner `sloppy` returned a wrong plan, rejected by the checker (5 violations):"
+            ),
+            "{message}"
+        );
+        for shown in 1..=VIOLATIONS_SHOWN {
+            assert!(
+                message.contains(&format!(
+                    "\n  - [overlap, contract 5] overlap number {shown}"
+                )),
+                "{message}"
+            );
+        }
+        assert!(!message.contains("overlap number 4"), "{message}");
+        assert!(message.ends_with("and 2 more; `memplan plan` with this planner lists them"));
+    }
+}

@@ -1,0 +1,167 @@
+//! The tables of `memplan bench`: text (aligned columns), JSON and CSV, one row per input and
+//! planner, in the order they were measured.
+
+use serde_json::{json, Value};
+
+use crate::registry::measure::BenchRow;
+
+pub fn format_text(rows: &[BenchRow]) -> String {
+    let input_width = rows.iter().map(|r| r.input.len()).max().unwrap_or(0).max(5);
+    let planner_width = rows
+        .iter()
+        .map(|r| r.planner.len())
+        .max()
+        .unwrap_or(0)
+        .max(7);
+    let mut out = format!(
+        "{:<input_width$}  {:<planner_width$}  {:>12}  {:>12}  {:>7}  {:>11}\n",
+        "input", "planner", "height", "lower bound", "ratio", "median ms"
+    );
+    for row in rows {
+        match &row.outcome {
+            Ok(m) => out.push_str(&format!(
+                "{:<input_width$}  {:<planner_width$}  {:>12}  {:>12}  {:>7.4}  {:>11.3}\n",
+                row.input,
+                row.planner,
+                m.height,
+                m.lower_bound,
+                m.ratio(),
+                m.median_time.as_secs_f64() * 1e3
+            )),
+            Err(error) => out.push_str(&format!(
+                "{:<input_width$}  {:<planner_width$}  failed: {}\n",
+                row.input,
+                row.planner,
+                error.message.replace('\n', " ")
+            )),
+        }
+    }
+    out
+}
+
+pub fn rows_json(rows: &[BenchRow]) -> Value {
+    let results: Vec<Value> = rows
+        .iter()
+        .map(|row| match &row.outcome {
+            Ok(m) => json!({
+                "input": row.input,
+                "planner": row.planner,
+                "height": m.height,
+                "lower_bound": m.lower_bound,
+                "ratio": m.ratio(),
+                "median_ms": m.median_time.as_secs_f64() * 1e3,
+                "runs": m.runs,
+            }),
+            Err(error) => json!({
+                "input": row.input,
+                "planner": row.planner,
+                "error": error.message,
+                "exit_code": error.kind.exit_code(),
+            }),
+        })
+        .collect();
+    json!({ "results": results })
+}
+
+pub fn format_csv(rows: &[BenchRow]) -> String {
+    let mut out = String::from("input,planner,height,lower_bound,ratio,median_ms,error\n");
+    for row in rows {
+        let fields = match &row.outcome {
+            Ok(m) => [
+                m.height.to_string(),
+                m.lower_bound.to_string(),
+                format!("{:.6}", m.ratio()),
+                format!("{:.3}", m.median_time.as_secs_f64() * 1e3),
+                String::new(),
+            ],
+            Err(error) => [
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                error.message.clone(),
+            ],
+        };
+        let mut line = vec![csv_field(&row.input), csv_field(&row.planner)];
+        line.extend(fields.iter().map(|field| csv_field(field)));
+        out.push_str(&line.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// A CSV field, quoted when it holds a comma, a quote or a line break.
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::check::{Violation, ViolationKind, Violations};
+    use crate::error::Error;
+    use crate::registry::measure::{wrong_plan_error, Measurement};
+
+    #[test]
+    fn outputs_list_every_row_in_order() {
+        let measurement = Measurement {
+            height: 90,
+            lower_bound: 80,
+            median_time: Duration::from_micros(1500),
+            runs: 3,
+        };
+        let rows = vec![
+            BenchRow {
+                input: "a.csv".into(),
+                planner: "greedy-bestfit".into(),
+                outcome: Ok(measurement),
+            },
+            BenchRow {
+                input: "a.csv".into(),
+                planner: "broken".into(),
+                outcome: Err(Error::plugin("crashed, badly")),
+            },
+            BenchRow {
+                input: "a.csv".into(),
+                planner: "sloppy".into(),
+                outcome: Err(wrong_plan_error(
+                    "sloppy",
+                    &Violations(vec![Violation::new(ViolationKind::OutOfArena, "too far")]),
+                )),
+            },
+        ];
+        let csv = format_csv(&rows);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines[1], "a.csv,greedy-bestfit,90,80,1.125000,1.500,");
+        assert_eq!(lines[2], "a.csv,broken,,,,,\"crashed, badly\"");
+        // A line break in a message is quoted in CSV (so the row is two lines of the file).
+        assert!(
+            lines[3].starts_with("a.csv,sloppy,,,,,\"planner `sloppy` returned a wrong plan"),
+            "{csv}"
+        );
+        let json = rows_json(&rows);
+        assert_eq!(json["results"][0]["ratio"], 1.125);
+        assert_eq!(json["results"][1]["exit_code"], 4);
+        assert_eq!(json["results"][2]["exit_code"], 3);
+        assert!(json["results"][2].get("height").is_none());
+        let text = format_text(&rows);
+        assert!(text.lines().nth(1).unwrap().contains("1.1250"), "{text}");
+        assert!(
+            text.lines().nth(2).unwrap().contains("failed: crashed"),
+            "{text}"
+        );
+        let rejected = text.lines().nth(3).unwrap();
+        assert!(
+            rejected.contains("failed: planner `sloppy` returned a wrong plan")
+                && rejected.contains("[out_of_arena, contract 4] too far"),
+            "{text}"
+        );
+        assert_eq!(text.lines().count(), 4, "one line per row: {text}");
+    }
+}
