@@ -1,5 +1,5 @@
-//! The `memplan` binary: parse the command line and hand over to the library.
+//! The `memplan` binary: everything is in the library, where tests can reach it.
 
 fn main() -> std::process::ExitCode {
-    memplan::cli::main()
+    memplan::main()
 }

@@ -120,7 +120,7 @@ fn rules_pin_stage_and_align_on_a_preset() {
             },
         ),
     ]);
-    let constraints = Constraints::from_args(&["DTCM=4096".to_string()]).unwrap();
+    let constraints = crate::cli::parse::memory_constraints(&["DTCM=4096".to_string()]).unwrap();
     let target = Target::preset("apollo3_evb").unwrap();
     let analysis = analyze(model(), &target, &constraints, &rules).unwrap();
     let request = &analysis.request;
@@ -230,7 +230,7 @@ fn scratch_in(memory: &str) -> Rules {
 
 fn limits(values: &[&str]) -> Constraints {
     let values: Vec<String> = values.iter().map(|v| v.to_string()).collect();
-    Constraints::from_args(&values).unwrap()
+    crate::cli::parse::memory_constraints(&values).unwrap()
 }
 
 #[test]
@@ -395,7 +395,7 @@ fn the_shipped_example_analyses() {
 
     let setup = crate::input::TargetSetup::load(
         Some("apollo3_evb"),
-        &[examples.join("limits.json").display().to_string()],
+        crate::input::Constraints::read(&examples.join("limits.json")).unwrap(),
         Some(&examples.join("apollo3_rules.json")),
     )
     .unwrap();

@@ -6,38 +6,35 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use crate::check;
-use crate::cli::{BenchArgs, BenchFormat};
+use crate::cli::config::BenchConfig;
+use crate::cli::BenchFormat;
 use crate::error::{Error, Result};
 use crate::registry::measure::{measure_planner, BenchRow};
-use crate::registry::select::{parse_planner_list, PlannerOptionsByName};
-use crate::registry::{Registry, RunLimits};
+use crate::registry::Registry;
 use crate::report::bench::{format_csv, format_text, rows_json};
 
-pub fn run(args: &BenchArgs, show_progress: bool) -> Result<ExitCode> {
-    let planners = parse_planner_list(&args.planner)?;
-    let options = PlannerOptionsByName::parse(&args.planner_options, &planners)?;
-    let trust = super::trust_policy(&args.plugins)?;
+pub fn run(config: &BenchConfig) -> Result<ExitCode> {
+    let planners = &config.planners;
     let selected: Vec<&str> = planners.iter().map(String::as_str).collect();
-    let registry = Registry::discover(&args.plugins.plugin_dirs, &trust, &selected)?;
-    let limits = RunLimits::from_timeout_seconds(args.timeout)?;
+    let registry = Registry::discover(&config.plugins.dirs, &config.plugins.trust, &selected)?;
     let mut progress = Progress::new(
-        args.inputs.len() * planners.len() * args.runs as usize,
-        show_progress && std::io::stderr().is_terminal(),
+        config.inputs.len() * planners.len() * config.runs as usize,
+        config.show_progress && std::io::stderr().is_terminal(),
     );
-    let mut rows = Vec::with_capacity(args.inputs.len() * planners.len());
-    for path in &args.inputs {
-        let mut analysis = super::read_and_analyze(path, &args.target)?;
+    let mut rows = Vec::with_capacity(config.inputs.len() * planners.len());
+    for path in &config.inputs {
+        let mut analysis = super::read_and_analyze(path, &config.target)?;
         analysis.ensure_plannable()?;
         let label = path.display().to_string();
-        for planner in &planners {
-            options.set_for(&mut analysis.request, planner);
+        for planner in planners {
+            config.options.set_for(&mut analysis.request, planner);
             let outcome = measure_planner(
                 &analysis.request,
                 planner,
-                args.runs,
+                config.runs,
                 || {
                     progress.step(&label, planner);
-                    registry.plan(planner, &analysis.request, &limits)
+                    registry.plan(planner, &analysis.request, &config.limits)
                 },
                 |plan| check::check_plan(&analysis, plan).map(drop),
             );
@@ -51,7 +48,7 @@ pub fn run(args: &BenchArgs, show_progress: bool) -> Result<ExitCode> {
     progress.finish();
 
     let mut stdout = std::io::stdout().lock();
-    let text = match args.format {
+    let text = match config.format {
         BenchFormat::Text => format_text(&rows),
         BenchFormat::Json => format!("{:#}\n", rows_json(&rows)),
         BenchFormat::Csv => format_csv(&rows),

@@ -6,18 +6,19 @@
 use std::process::ExitCode;
 
 use crate::check;
-use crate::cli::{CheckArgs, Format};
+use crate::cli::config::CheckConfig;
+use crate::cli::Format;
 use crate::error::{ErrorKind, Result};
 use crate::plan_file;
 use crate::report::check::{json_report, text_report};
 
-pub fn run(args: &CheckArgs) -> Result<ExitCode> {
-    let analysis = super::read_and_analyze(&args.input, &args.target)?;
-    let read = plan_file::read_plan_file(&args.plan, &analysis)?;
+pub fn run(config: &CheckConfig) -> Result<ExitCode> {
+    let analysis = super::read_and_analyze(&config.input, &config.target)?;
+    let read = plan_file::read_plan_file(&config.plan, &analysis)?;
     let outcome = check::check_resolved_plan(&analysis, read.plan, read.resolution);
-    let report = match args.format {
-        Format::Text => text_report(&args.plan, &read.planner, &analysis, &outcome),
-        Format::Json => json_report(&args.plan, &read.planner, &analysis, &outcome),
+    let report = match config.format {
+        Format::Text => text_report(&config.plan, &read.planner, &analysis, &outcome),
+        Format::Json => json_report(&config.plan, &read.planner, &analysis, &outcome),
     };
     print!("{report}");
     Ok(match outcome {

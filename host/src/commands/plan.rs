@@ -3,11 +3,11 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use crate::cli::{Format, PlanArgs, Verbosity};
+use crate::cli::config::PlanConfig;
+use crate::cli::{Format, Verbosity};
 use crate::error::{Error, Result};
 use crate::registry::select;
-use crate::registry::{Isolation, Registry, RunLimits};
-use crate::render::RenderOptions;
+use crate::registry::{Isolation, Registry};
 use crate::report::plan::{self as summary, RunReport};
 use crate::{check, emit, render};
 
@@ -23,35 +23,28 @@ fn timed<T>(
     result
 }
 
-pub fn run(args: &PlanArgs, verbosity: Verbosity) -> Result<ExitCode> {
-    // Mistakes in the output options, a wrong planner name or a broken plugin are reported
-    // before the model is read and planned, which may take long.
-    let mut render_options = RenderOptions {
-        prefix: args.prefix.clone(),
-        external_arenas: args.external_arenas,
-        planner: String::new(),
-    };
-    render::check_options(&render_options)?;
-    emit::check_destination(&args.out)?;
-    let limits = RunLimits::from_timeout_seconds(args.timeout)?;
-    let trust = super::trust_policy(&args.plugins)?;
-    let names = select::parse_planner_list(&args.planner)?;
-    let options = select::PlannerOptionsByName::parse(&args.planner_options, &names)?;
+pub fn run(config: &PlanConfig, verbosity: Verbosity) -> Result<ExitCode> {
+    // A wrong planner name or a broken plugin is reported before the model is read and
+    // planned, which may take long (usage errors were found by `cli::config::resolve`).
+    let mut render_options = config.render.clone();
+    let names = &config.planners;
+    let options = &config.options;
+    let limits = &config.limits;
     let selected: Vec<&str> = names.iter().map(String::as_str).collect();
-    let registry = Registry::discover(&args.plugins.plugin_dirs, &trust, &selected)?;
+    let registry = Registry::discover(&config.plugins.dirs, &config.plugins.trust, &selected)?;
     let planners = names
         .iter()
         .map(|name| registry.find(name))
         .collect::<Result<Vec<_>>>()?;
-    let isolation = args.isolate.then_some(Isolation {
-        allow_insecure: args.plugins.allow_insecure_plugins,
+    let isolation = config.isolate.then_some(Isolation {
+        allow_insecure: config.plugins.trust.allow_insecure,
         verbose: verbosity.verbose,
         quiet: verbosity.quiet,
     });
 
     let mut timings = Vec::new();
     let mut analysis = timed(&mut timings, "read+analyze", || {
-        super::read_and_analyze(&args.input, &args.target)
+        super::read_and_analyze(&config.input, &config.target)
     })?;
     analysis.ensure_plannable()?;
 
@@ -61,7 +54,7 @@ pub fn run(args: &PlanArgs, verbosity: Verbosity) -> Result<ExitCode> {
     // The request carries the first planner's options; another planner whose options differ
     // gets a copy with its own (a cost paid only with per-planner options).
     options.set_for(&mut analysis.request, &names[0]);
-    let selection = select::select_plan(&names, &analysis.request, |name| {
+    let selection = select::select_plan(names, &analysis.request, |name| {
         let index = names
             .iter()
             .position(|n| n == name)
@@ -76,8 +69,8 @@ pub fn run(args: &PlanArgs, verbosity: Verbosity) -> Result<ExitCode> {
             &own_options
         };
         let plan = match &isolation {
-            Some(isolation) => planners[index].run_isolated(request, &limits, isolation)?,
-            None => planners[index].run(request, &limits)?,
+            Some(isolation) => planners[index].run_isolated(request, limits, isolation)?,
+            None => planners[index].run(request, limits)?,
         };
         let check_start = Instant::now();
         let checked = check::check_plan(&analysis, plan).map_err(|violations| {
@@ -96,7 +89,7 @@ pub fn run(args: &PlanArgs, verbosity: Verbosity) -> Result<ExitCode> {
         let message = format!(
             "{}\nnothing was written to {}",
             error.message.trim_end(),
-            args.out.display()
+            config.out.display()
         );
         Error::new(error.kind, message)
     })?;
@@ -114,18 +107,18 @@ pub fn run(args: &PlanArgs, verbosity: Verbosity) -> Result<ExitCode> {
     let rendered = timed(&mut timings, "render", || {
         render::render(&analysis, &checked, &render_options)
     })?;
-    let files = timed(&mut timings, "emit", || emit::emit(&rendered, &args.out))?;
+    let files = timed(&mut timings, "emit", || emit::emit(&rendered, &config.out))?;
 
     let report = RunReport {
         planner: render_options.planner.clone(),
         planner_summary,
         candidates,
         timings,
-        out: args.out.clone(),
+        out: config.out.clone(),
         files,
     };
     let mut stdout = std::io::stdout().lock();
-    match args.format {
+    match config.format {
         Format::Text => summary::write_text(&rendered, &report, &mut stdout),
         Format::Json => summary::write_json(&rendered, &report, &mut stdout),
     }

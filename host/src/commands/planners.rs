@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use crate::cli::{Format, PlannersArgs};
+use crate::cli::config::PlannersConfig;
+use crate::cli::Format;
 use crate::error::{Error, Result};
 use crate::registry::Registry;
 
@@ -31,10 +32,9 @@ struct RejectedRecord<'a> {
     reason: &'a str,
 }
 
-pub fn run(args: &PlannersArgs) -> Result<ExitCode> {
-    let trust = super::trust_policy(&args.plugins)?;
-    let registry = Registry::discover(&args.plugins.plugin_dirs, &trust, &[])?;
-    let text = match args.format {
+pub fn run(config: &PlannersConfig) -> Result<ExitCode> {
+    let registry = Registry::discover(&config.plugins.dirs, &config.plugins.trust, &[])?;
+    let text = match config.format {
         Format::Json => json_listing(&registry)?,
         Format::Text => text_listing(&registry),
     };

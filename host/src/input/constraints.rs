@@ -39,31 +39,6 @@ pub struct MemoryLimit {
 }
 
 impl Constraints {
-    /// Parses the `--memory` values.
-    pub fn from_args(values: &[String]) -> Result<Constraints> {
-        let mut entries = Vec::new();
-        for value in values {
-            match value.split_once('=') {
-                Some((name, bytes)) => {
-                    let origin = format!("--memory {value}");
-                    let max_size = parse_bytes(bytes.trim()).ok_or_else(|| {
-                        Error::input(format!(
-                            "{origin}: `{bytes}` is not a byte count; write NAME=BYTES, e.g. SRAM=65536 or SRAM=64K"
-                        ))
-                    })?;
-                    entries.push(MemoryConstraint {
-                        memory: name.trim().to_string(),
-                        max_size: Some(max_size),
-                        arena_alignment: None,
-                        origin,
-                    });
-                }
-                None => entries.extend(Constraints::read(Path::new(value))?.entries),
-            }
-        }
-        Ok(Constraints { entries })
-    }
-
     /// Reads a constraints JSON file: a list of `{name, max_size, arena_alignment}`.
     pub fn read(path: &Path) -> Result<Constraints> {
         let text = read_text(
@@ -135,22 +110,6 @@ impl Constraints {
     }
 }
 
-/// `65536`, `64K`, `64KiB`, `1M`, `1MiB` (binary units).
-fn parse_bytes(text: &str) -> Option<u64> {
-    let (digits, multiplier) = if let Some(d) = text
-        .strip_suffix("KiB")
-        .or_else(|| text.strip_suffix('K'))
-        .or_else(|| text.strip_suffix('k'))
-    {
-        (d, 1024)
-    } else if let Some(d) = text.strip_suffix("MiB").or_else(|| text.strip_suffix('M')) {
-        (d, 1024 * 1024)
-    } else {
-        (text, 1)
-    };
-    digits.trim().parse::<u64>().ok()?.checked_mul(multiplier)
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ConstraintDoc {
@@ -173,7 +132,8 @@ mod tests {
     fn memory_flags_narrow_budgets_later_wins() {
         let target = Target::preset("apollo3_evb").unwrap();
         let constraints =
-            Constraints::from_args(&args(&["sram=64K", "DTCM=1000", "DTCM=2000"])).unwrap();
+            crate::cli::parse::memory_constraints(&args(&["sram=64K", "DTCM=1000", "DTCM=2000"]))
+                .unwrap();
         let limits = constraints.apply(&target).unwrap();
         assert_eq!(limits[0].budget, Some(2000));
         assert_eq!(limits[1].budget, Some(65_536));
@@ -183,7 +143,7 @@ mod tests {
     #[test]
     fn constraint_errors_name_the_flag_and_what_to_fix() {
         let target = Target::preset("apollo3_evb").unwrap();
-        let error = Constraints::from_args(&args(&["PSRAM=1"]))
+        let error = crate::cli::parse::memory_constraints(&args(&["PSRAM=1"]))
             .unwrap()
             .apply(&target)
             .unwrap_err();
@@ -197,12 +157,12 @@ mod tests {
             "{}",
             error.message
         );
-        let error = Constraints::from_args(&args(&["DTCM=65537"]))
+        let error = crate::cli::parse::memory_constraints(&args(&["DTCM=65537"]))
             .unwrap()
             .apply(&target)
             .unwrap_err();
         assert!(error.message.contains("at most 65536"), "{}", error.message);
-        let error = Constraints::from_args(&args(&["DTCM=lots"])).unwrap_err();
+        let error = crate::cli::parse::memory_constraints(&args(&["DTCM=lots"])).unwrap_err();
         assert!(
             error.message.contains("not a byte count"),
             "{}",
@@ -221,7 +181,7 @@ mod tests {
             r#"[{"name":"SRAM","max_size":4096,"arena_alignment":64}]"#,
         )
         .unwrap();
-        let limits = Constraints::from_args(&[good.display().to_string()])
+        let limits = crate::cli::parse::memory_constraints(&[good.display().to_string()])
             .unwrap()
             .apply(&Target::generic())
             .unwrap();
@@ -240,6 +200,5 @@ mod tests {
             .unwrap_err();
         assert!(error.message.contains("entry 0"), "{}", error.message);
         assert!(error.message.contains("power of two"), "{}", error.message);
-        assert!(parse_bytes("1MiB") == Some(1 << 20) && parse_bytes("-1").is_none());
     }
 }

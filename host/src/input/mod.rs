@@ -50,10 +50,14 @@ pub struct TargetSetup {
 }
 
 impl TargetSetup {
-    pub fn load(target: Option<&str>, memory: &[String], rules: Option<&Path>) -> Result<Self> {
+    pub fn load(
+        target: Option<&str>,
+        constraints: Constraints,
+        rules: Option<&Path>,
+    ) -> Result<Self> {
         Ok(TargetSetup {
             target: Target::load(target)?,
-            constraints: Constraints::from_args(memory)?,
+            constraints,
             rules: match rules {
                 Some(path) => Rules::read(path)?,
                 None => Rules::default(),

@@ -7,34 +7,13 @@
 //! report of every planner's result is [`Selection::candidates`], which the summary renders.
 
 use std::borrow::Borrow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use memplan_plugin_api::abi_stable::std_types::RString;
 use memplan_plugin_api::{MemoryPlan, PlanRequest};
 
 use crate::error::{Error, ErrorKind, Result};
-
-/// The planner names of a `--planner` value: comma-separated, trimmed, non-empty, distinct.
-pub fn parse_planner_list(spec: &str) -> Result<Vec<String>> {
-    let names: Vec<String> = spec
-        .split(',')
-        .map(|name| name.trim().to_string())
-        .collect();
-    if names.iter().any(String::is_empty) {
-        return Err(Error::input(format!(
-            "--planner `{spec}`: empty planner name; give names separated by commas, e.g. \
-             --planner greedy-bestfit,linear"
-        )));
-    }
-    let mut seen = BTreeSet::new();
-    if let Some(repeated) = names.iter().find(|name| !seen.insert(name.as_str())) {
-        return Err(Error::input(format!(
-            "--planner `{spec}`: planner `{repeated}` is listed twice"
-        )));
-    }
-    Ok(names)
-}
 
 /// `--planner-options`, per planner: a bare JSON object applies to every selected planner;
 /// `NAME=JSON` (repeatable) gives planner NAME its own object instead, so that
@@ -46,51 +25,10 @@ pub struct PlannerOptionsByName {
 }
 
 impl PlannerOptionsByName {
-    /// Parses the `--planner-options` values for the `selected` planners. Usage errors (exit
-    /// 2): a value that is neither a JSON object nor `NAME=JSON object`, a NAME that is not
-    /// selected, a planner or the bare form given twice.
-    pub fn parse(values: &[String], selected: &[String]) -> Result<PlannerOptionsByName> {
-        let mut options = PlannerOptionsByName::default();
-        for value in values {
-            let trimmed = value.trim_start();
-            if trimmed.starts_with('{') {
-                check_json_object(value, value)?;
-                if options.common.replace(value.clone()).is_some() {
-                    return Err(Error::input(
-                        "--planner-options: a bare JSON object (for every planner) is given \
-                         twice; give it once, and NAME=JSON for options of one planner"
-                            .to_string(),
-                    ));
-                }
-                continue;
-            }
-            let Some((name, json)) = value.split_once('=') else {
-                return Err(Error::input(format!(
-                    "--planner-options `{value}`: expected a JSON object such as \
-                     '{{\"fit\":\"first\"}}' (for every planner) or NAME=JSON such as \
-                     'greedy-bestfit={{\"fit\":\"first\"}}'"
-                )));
-            };
-            let name = name.trim();
-            if !selected.iter().any(|selected| selected == name) {
-                return Err(Error::input(format!(
-                    "--planner-options `{value}`: planner `{name}` is not selected (--planner \
-                     {}); options can only go to a selected planner",
-                    selected.join(",")
-                )));
-            }
-            check_json_object(value, json)?;
-            if options
-                .named
-                .insert(name.to_string(), json.to_string())
-                .is_some()
-            {
-                return Err(Error::input(format!(
-                    "--planner-options: options for planner `{name}` are given twice"
-                )));
-            }
-        }
-        Ok(options)
+    /// Options for every planner (`common`, the bare JSON form) and per planner (`named`);
+    /// the command line's `--planner-options` values are parsed into these by the `cli`.
+    pub fn new(common: Option<String>, named: BTreeMap<String, String>) -> PlannerOptionsByName {
+        PlannerOptionsByName { common, named }
     }
 
     /// Sets `request.options` to planner `name`'s options.
@@ -104,20 +42,6 @@ impl PlannerOptionsByName {
             .get(name)
             .or(self.common.as_ref())
             .map_or("{}", String::as_str)
-    }
-}
-
-/// A usage error unless `json` is a JSON object (checked here so that a typo is reported
-/// before the model is read, not by each planner).
-fn check_json_object(value: &str, json: &str) -> Result<()> {
-    match serde_json::from_str::<serde_json::Value>(json) {
-        Ok(serde_json::Value::Object(_)) => Ok(()),
-        Ok(_) => Err(Error::input(format!(
-            "--planner-options `{value}`: the options must be a JSON object, e.g. '{{\"fit\":\"first\"}}'"
-        ))),
-        Err(error) => Err(Error::input(format!(
-            "--planner-options `{value}`: not valid JSON ({error})"
-        ))),
     }
 }
 
@@ -334,18 +258,7 @@ mod tests {
     }
 
     fn names(list: &str) -> Vec<String> {
-        parse_planner_list(list).unwrap()
-    }
-
-    #[test]
-    fn planner_lists_are_split_trimmed_and_checked() {
-        assert_eq!(names("a, b,c"), vec!["a", "b", "c"]);
-        assert_eq!(
-            parse_planner_list("a,,b").unwrap_err().kind,
-            ErrorKind::Input
-        );
-        let error = parse_planner_list("a,b,a").unwrap_err();
-        assert!(error.message.contains("`a` is listed twice"), "{error}");
+        list.split(',').map(str::to_string).collect()
     }
 
     #[test]
@@ -440,43 +353,5 @@ mod tests {
         .unwrap_err();
         assert_eq!(both.kind, ErrorKind::DoesNotFit);
         assert!(both.message.contains("a: a too big") && both.message.contains("b: b too big"));
-    }
-
-    #[test]
-    fn planner_options_go_to_each_planner_by_name() {
-        let selected = names("greedy-bestfit,linear,exact");
-        let values = [
-            r#"{"time_limit_s": 1}"#.to_string(),
-            r#"greedy-bestfit={"fit":"first"}"#.to_string(),
-            "linear={}".to_string(),
-        ];
-        let options = PlannerOptionsByName::parse(&values, &selected).unwrap();
-        assert_eq!(options.for_planner("greedy-bestfit"), r#"{"fit":"first"}"#);
-        assert_eq!(options.for_planner("linear"), "{}");
-        assert_eq!(options.for_planner("exact"), r#"{"time_limit_s": 1}"#);
-        assert_eq!(PlannerOptionsByName::default().for_planner("exact"), "{}");
-
-        let mut request = request();
-        options.set_for(&mut request, "linear");
-        assert_eq!(request.options.as_str(), "{}");
-    }
-
-    #[test]
-    fn bad_planner_options_are_usage_errors_naming_the_value() {
-        let selected = names("greedy-bestfit,linear");
-        for (value, named) in [
-            (r#"exact={"time_limit_s":1}"#, "`exact` is not selected"),
-            ("fit=first", "`fit` is not selected"),
-            (r#"linear=[1]"#, "must be a JSON object"),
-            (r#"linear={"#, "not valid JSON"),
-            ("first", "expected a JSON object"),
-        ] {
-            let error = PlannerOptionsByName::parse(&[value.to_string()], &selected).unwrap_err();
-            assert_eq!(error.kind, ErrorKind::Input, "{value}");
-            assert!(error.message.contains(named), "{value}: {}", error.message);
-        }
-        let twice = ["linear={}".to_string(), "linear={}".to_string()];
-        let error = PlannerOptionsByName::parse(&twice, &selected).unwrap_err();
-        assert!(error.message.contains("twice"), "{}", error.message);
     }
 }

@@ -72,7 +72,7 @@ impl TrustPolicy {
     /// files are usage errors (exit 2).
     pub fn from_args(
         allow_insecure: bool,
-        pin_args: &[String],
+        command_line_pins: &[(String, String)],
         lock: Option<&Path>,
         cwd: &Path,
     ) -> Result<TrustPolicy> {
@@ -87,13 +87,12 @@ impl TrustPolicy {
                 pins.insert(name, Pin { sha256, source });
             }
         }
-        for arg in pin_args {
-            let (name, sha256) = parse_pin_arg(arg)?;
+        for (name, sha256) in command_line_pins {
             let pin = Pin {
-                sha256,
+                sha256: sha256.clone(),
                 source: PinSource::CommandLine,
             };
-            pins.insert(name, pin);
+            pins.insert(name.clone(), pin);
         }
         Ok(TrustPolicy {
             allow_insecure,
@@ -130,24 +129,8 @@ impl TrustPolicy {
     }
 }
 
-/// Parses `NAME=HEX`.
-fn parse_pin_arg(arg: &str) -> Result<(String, String)> {
-    let usage = |problem: &str| {
-        Error::input(format!(
-            "--plugin-sha256 {arg}: {problem}; expected NAME=HEX with the planner's name and \
-             the 64 hex digits of its file's SHA-256 (e.g. from `sha256sum FILE`)"
-        ))
-    };
-    let (name, hex) = arg.split_once('=').ok_or_else(|| usage("no `=`"))?;
-    if name.is_empty() {
-        return Err(usage("the planner name is empty"));
-    }
-    let sha256 = parse_sha256(hex).ok_or_else(|| usage("not a SHA-256"))?;
-    Ok((name.to_string(), sha256))
-}
-
 /// 64 hex digits, returned lowercase.
-fn parse_sha256(hex: &str) -> Option<String> {
+pub(crate) fn parse_sha256(hex: &str) -> Option<String> {
     (hex.len() == 64 && hex.bytes().all(|byte| byte.is_ascii_hexdigit()))
         .then(|| hex.to_ascii_lowercase())
 }
@@ -328,9 +311,13 @@ mod tests {
             ),
         )
         .unwrap();
-        let policy =
-            TrustPolicy::from_args(false, &[format!("greedy-bestfit={HASH_A}")], None, &dir)
-                .unwrap();
+        let policy = TrustPolicy::from_args(
+            false,
+            &[("greedy-bestfit".to_string(), HASH_A.to_string())],
+            None,
+            &dir,
+        )
+        .unwrap();
         assert_eq!(policy.pin("linear").unwrap().sha256, HASH_A);
         assert!(matches!(
             policy.pin("linear").unwrap().source,
@@ -362,16 +349,6 @@ mod tests {
     #[test]
     fn malformed_pins_and_lock_files_are_usage_errors() {
         let dir = scratch_dir("bad");
-        for arg in [
-            "linear",
-            "=abc",
-            "linear=abc",
-            &format!("linear={}", "g".repeat(64)),
-        ] {
-            let error = TrustPolicy::from_args(false, &[arg.to_string()], None, &dir).unwrap_err();
-            assert_eq!(error.kind, crate::ErrorKind::Input, "{arg}");
-            assert!(error.message.contains("NAME=HEX"), "{}", error.message);
-        }
         let lock = dir.join("bad.lock");
         for text in ["[]", r#"{"linear": 3}"#, r#"{"linear": "abc"}"#] {
             std::fs::write(&lock, text).unwrap();

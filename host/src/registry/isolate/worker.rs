@@ -16,14 +16,14 @@ use std::process::ExitCode;
 use memplan_plugin_api::PlanRequest;
 
 use super::{WorkerReply, STARTED_LINE};
-use crate::cli::WorkerArgs;
+use crate::cli::config::WorkerConfig;
 use crate::error::{Error, Result};
 use crate::registry::trust::OpenedPlugin;
-use crate::registry::{call_planner, open_module, LoadFailure, RunLimits};
+use crate::registry::{call_planner, open_module, LoadFailure};
 
-pub fn run(args: &WorkerArgs) -> Result<ExitCode> {
+pub fn run(config: &WorkerConfig) -> Result<ExitCode> {
     let mut reply_out = reserve_stdout_for_the_reply()?;
-    let reply = serve(args, &mut reply_out).unwrap_or_else(|error| WorkerReply::failed(&error));
+    let reply = serve(config, &mut reply_out).unwrap_or_else(|error| WorkerReply::failed(&error));
     let mut reply_out = BufWriter::new(reply_out);
     serde_json::to_writer(&mut reply_out, &reply)
         .map_err(std::io::Error::from)
@@ -34,19 +34,19 @@ pub fn run(args: &WorkerArgs) -> Result<ExitCode> {
 
 /// Loads the plugin and runs the planner, telling the host on `reply_out` when the planner
 /// starts; errors become a `failed` reply.
-fn serve(args: &WorkerArgs, reply_out: &mut File) -> Result<WorkerReply> {
-    let limits = RunLimits::from_timeout_seconds(args.timeout)?;
+fn serve(config: &WorkerConfig, reply_out: &mut File) -> Result<WorkerReply> {
+    let limits = &config.limits;
     let request: PlanRequest = serde_json::from_reader(BufReader::new(std::io::stdin().lock()))
         .map_err(|error| Error::internal(format!("worker: unreadable plan request: {error}")))?;
 
-    let path = &args.plugin_file;
-    let opened = OpenedPlugin::open(path, args.allow_insecure_plugins)
+    let path = &config.plugin_file;
+    let opened = OpenedPlugin::open(path, config.allow_insecure)
         .map_err(|reason| Error::plugin(format!("{}: {reason}", path.display())))?;
-    if opened.sha256 != args.sha256 {
+    if opened.sha256 != config.sha256 {
         return Err(Error::plugin(format!(
             "{} changed after memplan checked it (SHA-256 {} then, {} now); not loaded",
             path.display(),
-            args.sha256,
+            config.sha256,
             opened.sha256
         )));
     }
@@ -60,18 +60,18 @@ fn serve(args: &WorkerArgs, reply_out: &mut File) -> Result<WorkerReply> {
     let planners = module.planners();
     let entry = planners
         .iter()
-        .find(|entry| entry.name.as_str() == args.planner)
+        .find(|entry| entry.name.as_str() == config.planner)
         .ok_or_else(|| {
             Error::plugin(format!(
                 "{} does not export planner `{}`",
                 path.display(),
-                args.planner
+                config.planner
             ))
         })?;
     writeln!(reply_out, "{STARTED_LINE}")
         .map_err(|error| Error::internal(format!("worker: cannot write to the host: {error}")))?;
     Ok(
-        match call_planner(&args.planner, entry, &request, &limits) {
+        match call_planner(&config.planner, entry, &request, limits) {
             Ok(plan) => WorkerReply::Plan(plan),
             Err(error) => WorkerReply::Error(error),
         },

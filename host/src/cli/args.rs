@@ -1,14 +1,10 @@
-//! Command-line parsing (the contract of DESIGN.md) and the process entry point.
-//!
-//! Parsing only: each subcommand's work lives in [`crate::commands`].
+//! The command line as clap parses it (the contract of DESIGN.md): types only, importing
+//! nothing from the rest of memplan. [`super::config::resolve`] checks them and turns them
+//! into the configuration the commands run with.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-
-use crate::commands;
-use crate::error::Error;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -196,64 +192,4 @@ pub struct WorkerArgs {
     pub timeout: Option<f64>,
     #[arg(long = "allow-insecure-plugins")]
     pub allow_insecure_plugins: bool,
-}
-
-/// Sets up logging on stderr: warnings by default, `-v` debug, `-vv` trace, `-q` errors only.
-/// `RUST_LOG` overrides.
-fn init_logging(verbose: u8, quiet: bool) {
-    let default = match (quiet, verbose) {
-        (true, _) => "error",
-        (false, 0) => "warn",
-        (false, 1) => "debug",
-        (false, _) => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        // Colour only on a terminal: piped logs (CI, tests, files) stay plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .without_time()
-        .try_init();
-}
-
-/// Parses the command line, runs the subcommand and maps errors onto exit codes.
-pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(error) => {
-            let _ = error.print();
-            return match error.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                    ExitCode::SUCCESS
-                }
-                _ => ExitCode::from(2),
-            };
-        }
-    };
-    init_logging(cli.verbose, cli.quiet);
-    crate::allocator::keep_freed_memory();
-    match run(cli) {
-        Ok(code) => code,
-        Err(error) => {
-            eprintln!("memplan: error: {error}");
-            error.exit_code()
-        }
-    }
-}
-
-/// Runs a parsed command line.
-pub fn run(cli: Cli) -> Result<ExitCode, Error> {
-    let verbosity = Verbosity {
-        verbose: cli.verbose,
-        quiet: cli.quiet,
-    };
-    match cli.command {
-        Command::Plan(args) => commands::plan::run(&args, verbosity),
-        Command::Planners(args) => commands::planners::run(&args),
-        Command::Check(args) => commands::check::run(&args),
-        Command::Bench(args) => commands::bench::run(&args, !cli.quiet),
-        Command::PlanWorker(args) => crate::registry::isolate::worker::run(&args),
-    }
 }

@@ -1,0 +1,224 @@
+//! One step from the parsed command line to a checked configuration: every usage error (exit
+//! 2) is found here, before any model is read or any plugin loaded. The commands run with what
+//! this returns and never see a raw command-line string.
+
+use std::path::PathBuf;
+
+use super::args::{
+    BenchArgs, BenchFormat, CheckArgs, Cli, Command, Format, PlanArgs, PlannersArgs, PluginArgs,
+    TargetArgs, Verbosity, WorkerArgs,
+};
+use super::parse;
+use crate::emit;
+use crate::error::{Error, Result};
+use crate::input::Constraints;
+use crate::registry::select::PlannerOptionsByName;
+use crate::registry::{RunLimits, TrustPolicy};
+use crate::render::{self, RenderOptions};
+
+/// What to run, checked.
+#[derive(Debug)]
+pub struct Config {
+    pub verbosity: Verbosity,
+    pub task: Task,
+}
+
+#[derive(Debug)]
+pub enum Task {
+    Plan(PlanConfig),
+    Planners(PlannersConfig),
+    Check(CheckConfig),
+    Bench(BenchConfig),
+    PlanWorker(WorkerConfig),
+}
+
+/// `--target`, `--memory` (parsed) and `--rules`; the files they name are read by the read
+/// stage.
+#[derive(Clone, Debug, Default)]
+pub struct TargetConfig {
+    pub target: Option<String>,
+    pub constraints: Constraints,
+    pub rules: Option<PathBuf>,
+}
+
+/// Where plugins are searched and which may be loaded.
+#[derive(Debug)]
+pub struct PluginConfig {
+    pub dirs: Vec<PathBuf>,
+    pub trust: TrustPolicy,
+}
+
+#[derive(Debug)]
+pub struct PlanConfig {
+    pub input: PathBuf,
+    pub planners: Vec<String>,
+    pub options: PlannerOptionsByName,
+    pub target: TargetConfig,
+    /// The prefix, checked to be a C identifier, and `--external-arenas`.
+    pub render: RenderOptions,
+    pub out: PathBuf,
+    pub isolate: bool,
+    pub limits: RunLimits,
+    pub plugins: PluginConfig,
+    pub format: Format,
+}
+
+#[derive(Debug)]
+pub struct PlannersConfig {
+    pub plugins: PluginConfig,
+    pub format: Format,
+}
+
+#[derive(Debug)]
+pub struct CheckConfig {
+    pub input: PathBuf,
+    pub plan: PathBuf,
+    pub target: TargetConfig,
+    pub format: Format,
+}
+
+#[derive(Debug)]
+pub struct BenchConfig {
+    pub inputs: Vec<PathBuf>,
+    pub planners: Vec<String>,
+    pub options: PlannerOptionsByName,
+    pub target: TargetConfig,
+    pub runs: u32,
+    pub limits: RunLimits,
+    pub plugins: PluginConfig,
+    pub format: BenchFormat,
+    /// Draw a progress bar (not with `-q`; only on a terminal).
+    pub show_progress: bool,
+}
+
+#[derive(Debug)]
+pub struct WorkerConfig {
+    pub plugin_file: PathBuf,
+    pub sha256: String,
+    pub planner: String,
+    pub limits: RunLimits,
+    pub allow_insecure: bool,
+}
+
+/// Checks the command line and resolves it into a [`Config`].
+pub fn resolve(cli: Cli) -> Result<Config> {
+    let verbosity = Verbosity {
+        verbose: cli.verbose,
+        quiet: cli.quiet,
+    };
+    let task = match cli.command {
+        Command::Plan(args) => Task::Plan(plan(args)?),
+        Command::Planners(args) => Task::Planners(planners(args)?),
+        Command::Check(args) => Task::Check(check(args)?),
+        Command::Bench(args) => Task::Bench(bench(args, !cli.quiet)?),
+        Command::PlanWorker(args) => Task::PlanWorker(worker(args)?),
+    };
+    Ok(Config { verbosity, task })
+}
+
+fn plan(args: PlanArgs) -> Result<PlanConfig> {
+    // Checked before anything is read or planned, which may take long.
+    let render = RenderOptions {
+        prefix: args.prefix,
+        external_arenas: args.external_arenas,
+        planner: String::new(),
+    };
+    render::check_options(&render)?;
+    emit::check_destination(&args.out)?;
+    let limits = RunLimits {
+        timeout: parse::timeout(args.timeout)?,
+    };
+    let plugins = plugins(args.plugins)?;
+    let planners = parse::planner_list(&args.planner)?;
+    let options = parse::planner_options(&args.planner_options, &planners)?;
+    Ok(PlanConfig {
+        input: args.input,
+        planners,
+        options,
+        target: target(args.target)?,
+        render,
+        out: args.out,
+        isolate: args.isolate,
+        limits,
+        plugins,
+        format: args.format,
+    })
+}
+
+fn planners(args: PlannersArgs) -> Result<PlannersConfig> {
+    Ok(PlannersConfig {
+        plugins: plugins(args.plugins)?,
+        format: args.format,
+    })
+}
+
+fn check(args: CheckArgs) -> Result<CheckConfig> {
+    Ok(CheckConfig {
+        input: args.input,
+        plan: args.plan,
+        target: target(args.target)?,
+        format: args.format,
+    })
+}
+
+fn bench(args: BenchArgs, show_progress: bool) -> Result<BenchConfig> {
+    let planners = parse::planner_list(&args.planner)?;
+    let options = parse::planner_options(&args.planner_options, &planners)?;
+    let plugins = plugins(args.plugins)?;
+    let limits = RunLimits {
+        timeout: parse::timeout(args.timeout)?,
+    };
+    Ok(BenchConfig {
+        inputs: args.inputs,
+        planners,
+        options,
+        target: target(args.target)?,
+        runs: args.runs,
+        limits,
+        plugins,
+        format: args.format,
+        show_progress,
+    })
+}
+
+fn worker(args: WorkerArgs) -> Result<WorkerConfig> {
+    Ok(WorkerConfig {
+        plugin_file: args.plugin_file,
+        sha256: args.sha256,
+        planner: args.planner,
+        limits: RunLimits {
+            timeout: parse::timeout(args.timeout)?,
+        },
+        allow_insecure: args.allow_insecure_plugins,
+    })
+}
+
+fn target(args: TargetArgs) -> Result<TargetConfig> {
+    Ok(TargetConfig {
+        target: args.target,
+        constraints: parse::memory_constraints(&args.memory)?,
+        rules: args.rules,
+    })
+}
+
+/// The plugin search directories and trust policy (`--allow-insecure-plugins`,
+/// `--plugin-sha256`, `--lock` or `./memplan.lock`).
+fn plugins(args: PluginArgs) -> Result<PluginConfig> {
+    let cwd = std::env::current_dir()
+        .map_err(|error| Error::internal(format!("cannot find the current directory: {error}")))?;
+    let pins = args
+        .plugin_sha256
+        .iter()
+        .map(|arg| parse::plugin_pin(arg))
+        .collect::<Result<Vec<_>>>()?;
+    let trust = TrustPolicy::from_args(
+        args.allow_insecure_plugins,
+        &pins,
+        args.lock.as_deref(),
+        &cwd,
+    )?;
+    Ok(PluginConfig {
+        dirs: args.plugin_dirs,
+        trust,
+    })
+}
