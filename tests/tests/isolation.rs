@@ -240,3 +240,76 @@ fn the_worker_does_not_hide_a_crash() {
     // The planner was called, and no reply followed.
     assert_eq!(String::from_utf8_lossy(&output.stdout), "started\n");
 }
+
+/// Pids of the processes whose parent is `parent` (from /proc).
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut children = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc") {
+        let name = entry.expect("entry").file_name();
+        let Some(pid) = name.to_str().and_then(|name| name.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid ...": comm may hold spaces, so split after its ')'.
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+        if fields[1].parse::<u32>() == Ok(parent) {
+            children.push(pid);
+        }
+    }
+    children
+}
+
+/// Whether `pid` is gone (or a zombie nobody has reaped yet: it runs nothing).
+fn has_ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat[stat.rfind(')').unwrap() + 2..].starts_with('Z'),
+    }
+}
+
+#[test]
+fn killing_memplan_ends_its_isolated_worker() {
+    let dir = misbehaving_dir("killed-parent");
+    let mut memplan = memplan()
+        .arg("plan")
+        .arg(memplan_tests::tiny_model())
+        .args(["--planner", "fixture-hangs", "--isolate", "--plugin-dir"])
+        .arg(&dir)
+        .arg("--out")
+        .arg(memplan_tests::temp_dir("killed-parent-out"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start memplan");
+    let parent = memplan.id();
+    let started = Instant::now();
+    let worker = loop {
+        if let Some(&worker) = children_of(parent).first() {
+            break worker;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no worker started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Give the worker time to read the request, load the plugin and enter the planner (it
+    // then waits on nothing memplan holds), then end memplan the way a supervisor does.
+    std::thread::sleep(Duration::from_secs(3));
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &parent.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success());
+    memplan.wait().expect("reap memplan");
+    let killed = Instant::now();
+    while !has_ended(worker) {
+        assert!(
+            killed.elapsed() < Duration::from_secs(10),
+            "worker {worker} still runs after memplan was killed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

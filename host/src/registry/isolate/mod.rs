@@ -121,6 +121,7 @@ impl WorkerJob<'_> {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
+        die_with_the_parent(&mut command);
         Ok(command)
     }
 
@@ -375,6 +376,41 @@ pub fn signal_name(signal: i32) -> String {
     };
     format!("{signal}, {name}")
 }
+
+/// Makes the worker die with memplan: a worker whose parent was killed (`kill -TERM`, a
+/// terminal closed) would otherwise be re-parented to init and go on running a planner nobody
+/// waits for. Linux's parent-death signal is set in the child before `exec` and kept across
+/// it; it fires when the thread that spawned the worker ends, which is memplan's main thread
+/// (planners are run from it). Elsewhere the worker stops at its own deadline, if any.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn die_with_the_parent(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: runs in the forked child before exec, where only async-signal-safe calls are
+    // allowed: prctl, getppid and _exit are.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // memplan died before the signal was set: nobody would send it now.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn die_with_the_parent(_command: &mut Command) {}
 
 #[cfg(test)]
 mod tests {
