@@ -313,3 +313,45 @@ fn killing_memplan_ends_its_isolated_worker() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn a_planner_printing_on_stdout_does_not_corrupt_the_json_output() {
+    // In process and isolated: what the plugin prints goes to stderr.
+    for extra in [&[][..], &["--isolate"][..]] {
+        let mut args = vec!["--format", "json"];
+        args.extend_from_slice(extra);
+        let output = plan("fixture-prints", &args);
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        let document: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+            panic!(
+                "stdout is not one JSON document ({error}): {}",
+                describe(&output)
+            )
+        });
+        assert_eq!(document["planner"], "fixture-prints");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("fixture-prints: debugging output"),
+            "{stderr}"
+        );
+    }
+    let dir = misbehaving_dir("prints-bench");
+    let output = memplan()
+        .arg("bench")
+        .arg(memplan_tests::tiny_model())
+        .args([
+            "--planner",
+            "fixture-prints",
+            "--runs",
+            "2",
+            "--format",
+            "json",
+            "--plugin-dir",
+        ])
+        .arg(&dir)
+        .output()
+        .expect("run memplan bench");
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let document: Result<Value, _> = serde_json::from_slice(&output.stdout);
+    assert!(document.is_ok(), "{}", describe(&output));
+}

@@ -25,6 +25,7 @@ pub mod measure;
 pub mod run;
 pub mod search;
 pub mod select;
+pub mod stdout;
 pub mod trust;
 
 use std::collections::BTreeMap;

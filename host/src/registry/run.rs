@@ -142,7 +142,10 @@ pub fn run_planner(
             std::process::exit(i32::from(ErrorKind::Plugin.exit_code()));
         })
     });
-    let answer = call_planner(name, entry, request, limits);
+    let answer = {
+        let _stdout = super::stdout::StdoutToStderr::redirect();
+        call_planner(name, entry, request, limits)
+    };
     planner_outcome(name, origin, answer, limits, started.elapsed())
 }
 

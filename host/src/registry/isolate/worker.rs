@@ -10,7 +10,6 @@
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
-use std::os::fd::AsFd;
 use std::process::ExitCode;
 
 use memplan_plugin_api::PlanRequest;
@@ -82,20 +81,7 @@ fn serve(config: &WorkerConfig, reply_out: &mut File) -> Result<WorkerReply> {
 /// that whatever a plugin prints (it might `println!`) goes to the user's terminal instead of
 /// corrupting the reply.
 fn reserve_stdout_for_the_reply() -> Result<File> {
-    let cannot = |error: std::io::Error| {
-        Error::internal(format!("worker: cannot set up its output: {error}"))
-    };
-    let reply = std::io::stdout()
-        .as_fd()
-        .try_clone_to_owned()
-        .map_err(cannot)?;
-    extern "C" {
-        fn dup2(old: std::ffi::c_int, new: std::ffi::c_int) -> std::ffi::c_int;
-    }
-    // SAFETY: dup2 on the process's own standard descriptors; Rust's stdout buffer is empty
-    // (nothing was printed yet), so no buffered bytes change destination.
-    if unsafe { dup2(2, 1) } < 0 {
-        return Err(cannot(std::io::Error::last_os_error()));
-    }
-    Ok(File::from(reply))
+    crate::registry::stdout::redirect_stdout_to_stderr()
+        .map(File::from)
+        .map_err(|error| Error::internal(format!("worker: cannot set up its output: {error}")))
 }
