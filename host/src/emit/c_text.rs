@@ -2,14 +2,19 @@
 
 use memplan_plugin_api::TensorKind;
 
-/// `text` made safe inside a `/* */` comment: no comment terminator, no trigraph, no line
-/// break or other control character (model tensor names are arbitrary strings).
+/// `text` made safe inside a `/* */` comment: no comment terminator, no comment opener
+/// (`-Wcomment`, an error under `-Werror`), no trigraph, no line break or other control
+/// character (model tensor names are arbitrary strings, e.g. `block/*/conv`).
 pub fn comment_text(text: &str) -> String {
     let cleaned: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
-    cleaned.replace("*/", "* /").replace("??", "?\\?")
+    // Splitting a terminator cannot make an opener, and the reverse cannot make a terminator.
+    cleaned
+        .replace("*/", "* /")
+        .replace("/*", "/ *")
+        .replace("??", "?\\?")
 }
 
 /// Length of a C array holding `size` bytes: ISO C forbids zero-length arrays, so an empty
@@ -41,6 +46,15 @@ mod tests {
         assert_eq!(comment_text("a*/b"), "a* /b");
         assert_eq!(comment_text("x??/\ny"), "x?\\?/ y");
         assert_eq!(comment_text("conv/w:0"), "conv/w:0");
+        assert_eq!(comment_text("block/*/conv"), "block/ * /conv");
+        assert_eq!(comment_text("a/**/b"), "a/ ** /b");
+        for name in ["block/*/conv", "a/**/b", "*/*/*", "//*"] {
+            let text = comment_text(name);
+            assert!(
+                !text.contains("/*") && !text.contains("*/"),
+                "{name}: {text}"
+            );
+        }
     }
 
     #[test]

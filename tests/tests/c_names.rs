@@ -1,0 +1,54 @@
+//! Tensor names and ids are arbitrary strings, and they reach the emitted C in comments: the C
+//! must still build under the documented strict flags, whatever the names hold.
+
+use std::process::Command;
+
+use memplan_tests::{describe, memplan, temp_dir};
+
+const STRICT: [&str; 5] = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic"];
+
+#[test]
+fn names_that_open_or_close_c_comments_still_compile_strictly() {
+    let dir = temp_dir("c-names");
+    let model = dir.join("names.json");
+    std::fs::write(
+        &model,
+        r#"{"version":1,
+            "tensors":[
+              {"id":"in/*","name":"block/*/conv","kind":"input","size":64},
+              {"id":"mid","name":"a*/b ??/ //*","kind":"intermediate","size":32},
+              {"id":"out","name":"x/**/y","kind":"output","size":64}],
+            "operators":[
+              {"type":"conv","inputs":["in/*"],"outputs":["mid"]},
+              {"type":"fc","inputs":["mid"],"outputs":["out"]}],
+            "inputs":["in/*"],"outputs":["out"]}"#,
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let output = memplan()
+        .arg("plan")
+        .arg(&model)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("run memplan");
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    for source in ["model_tensors.c", "model_constants.c"] {
+        let compiled = Command::new(&compiler)
+            .args(STRICT)
+            .arg("-c")
+            .arg("-I")
+            .arg(&out)
+            .arg(out.join(source))
+            .arg("-o")
+            .arg(dir.join(format!("{source}.o")))
+            .output()
+            .expect("run the C compiler");
+        assert!(
+            compiled.status.success(),
+            "{source}:\n{}",
+            String::from_utf8_lossy(&compiled.stderr)
+        );
+    }
+}
