@@ -95,7 +95,13 @@ fn first_fit_reproduces_tflm_greedy_figures() {
         ("person_detection_greedy_test.csv", 64512),
     ] {
         let path = dir.join(file).display().to_string();
-        let rows = bench_json(&[&path, "--planner-options", r#"{"fit":"first"}"#]);
+        let rows = bench_json(&[
+            &path,
+            "--planner",
+            "greedy-bestfit",
+            "--planner-options",
+            r#"{"fit":"first"}"#,
+        ]);
         assert_eq!(number(&rows[0], "height"), tflm, "{file}");
     }
 }

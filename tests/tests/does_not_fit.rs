@@ -90,8 +90,8 @@ fn scratch_pinned_by_rules_over_a_budget_stops_plan() {
 }
 
 /// At the bound itself the analysis lets the planner try: the kit pads the constant arena
-/// to 704 bytes, so greedy-bestfit reports that 692 does not fit (its own message, same exit
-/// code), and 704 plans.
+/// to 704 bytes, so the default planner (portfolio) reports that 692 does not fit (the kit's
+/// message, same exit code), and 704 plans.
 #[test]
 fn a_budget_the_pinned_tensors_fit_is_left_to_the_planner() {
     let model = example("tiny_conv.json");
@@ -100,7 +100,7 @@ fn a_budget_the_pinned_tensors_fit_is_left_to_the_planner() {
     let output = plan("FLASH=692", &temp_dir("does-not-fit").join("out"));
     let stderr = failed_with(&output, 5);
     assert!(
-        stderr.contains("planner `greedy-bestfit`")
+        stderr.contains("planner `portfolio`")
             && stderr.contains(
                 "the constant arena in memory FLASH needs 704 bytes but the budget is 692 bytes"
             )

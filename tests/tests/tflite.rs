@@ -98,5 +98,11 @@ fn first_fit_gives_tflm_graph_only_and_the_planners_never_do_worse() {
         );
         // On every model of the corpus the lower bound is reachable.
         assert_eq!(exact, lower_bound, "{file}: exact above the lower bound");
+        // The default planner (portfolio) reaches it too, where greedy alone may not.
+        let (default, _) = scratch_arena(&model, &[]);
+        assert_eq!(
+            default, lower_bound,
+            "{file}: the default planner above the lower bound"
+        );
     }
 }

@@ -90,7 +90,7 @@ pub struct PlanArgs {
     /// Model file: `.json` (memplan model), `.tflite`, or `.csv` (MiniMalloc).
     pub input: PathBuf,
     /// Planner(s) to run, by NAME; several separated by commas keep the smallest plan.
-    #[arg(long, value_name = "NAME[,NAME...]", default_value = "greedy-bestfit")]
+    #[arg(long, value_name = "NAME[,NAME...]", default_value = "portfolio")]
     pub planner: String,
     /// Planner options: a JSON object given to every planner, or NAME=JSON for planner NAME
     /// only (repeatable, e.g. `--planner-options 'greedy-bestfit={"fit":"first"}'`).
@@ -154,7 +154,7 @@ pub struct BenchArgs {
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
     /// Planners to compare, by NAME, separated by commas.
-    #[arg(long, value_name = "NAME[,NAME...]", default_value = "greedy-bestfit")]
+    #[arg(long, value_name = "NAME[,NAME...]", default_value = "portfolio")]
     pub planner: String,
     /// Planner options: a JSON object given to every planner, or NAME=JSON for planner NAME
     /// only (repeatable, e.g. `--planner-options 'greedy-bestfit={"fit":"first"}'`).

@@ -30,6 +30,7 @@ use memplan_planner_kit::{plan_with_packer, Buffer, Packer, Packing, PlannerOpti
 use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanRequest, Planner};
 
 pub mod greedy;
+pub mod portfolio;
 pub mod problem;
 pub mod search;
 
@@ -77,7 +78,7 @@ impl Planner for Exact {
     }
 }
 
-memplan_plugin_api::export_planners!(Exact);
+memplan_plugin_api::export_planners!(Exact, portfolio::Portfolio);
 
 /// The planner's options (`--planner-options`).
 #[derive(Clone, Copy, Debug, PartialEq)]
