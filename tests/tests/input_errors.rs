@@ -254,3 +254,27 @@ fn data_files_outside_the_model_directory_are_refused() {
     let output = plan(&model_reading("inside.json", "data/w.bin"));
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
 }
+
+#[test]
+fn absurd_alignments_are_input_errors_not_planner_failures() {
+    // Three buffers aligned to 2^63 used to reach the planner and come back as exit 3 with
+    // offset u64::MAX; a target's min_alignment 2^62 used to panic later.
+    model_error(
+        "huge_alignment.csv",
+        "id,lower,upper,size,alignment\na,0,2,16,9223372036854775808\nb,0,2,16,9223372036854775808\nc,0,2,16,9223372036854775808\n",
+        &["buffer 'a'", "alignment 9223372036854775808 is larger than memplan accepts"],
+    );
+    let target = write(
+        "huge_alignment_target.json",
+        r#"{"name":"odd","min_alignment":4611686018427387904,"memories":[{"name":"SRAM","capacity":65536,"writable":true,"order":0}]}"#,
+    );
+    let model = workspace_root().join("examples/tiny_conv.json");
+    assert_input_error(
+        &[
+            &model.display().to_string(),
+            "--target",
+            &target.display().to_string(),
+        ],
+        &["min_alignment", "larger than memplan accepts"],
+    );
+}

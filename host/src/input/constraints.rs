@@ -9,6 +9,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
+use crate::input::model::alignment_problem;
 use crate::input::source::{parse_json, read_text};
 use crate::input::target::Target;
 
@@ -97,9 +98,9 @@ impl Constraints {
                 limits[index].budget = Some(max_size);
             }
             if let Some(alignment) = constraint.arena_alignment {
-                if !alignment.is_power_of_two() {
+                if let Some(problem) = alignment_problem(alignment) {
                     return Err(Error::input(format!(
-                        "{origin}: arena_alignment {alignment} of {} is not a power of two",
+                        "{origin}: arena_alignment of {}: {problem}",
                         memory.name
                     )));
                 }

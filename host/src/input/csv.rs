@@ -10,7 +10,9 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::input::model::{Lifetime, LifetimeRule, Model, Tensor, TensorKind, MAX_TENSOR_BYTES};
+use crate::input::model::{
+    alignment_problem, Lifetime, LifetimeRule, Model, Tensor, TensorKind, MAX_TENSOR_BYTES,
+};
 use crate::input::source::{read_text, text_from_bytes};
 
 const WHAT: &str = "a MiniMalloc CSV with header id,lower,upper,size";
@@ -142,10 +144,8 @@ fn parse_minimalloc_csv(path: &Path, text: &str) -> Result<Model> {
                 "buffer '{id}': size {size} is larger than memplan accepts ({MAX_TENSOR_BYTES})"
             )));
         }
-        if let Some(alignment) = alignment.filter(|a| !a.is_power_of_two()) {
-            return Err(at(format!(
-                "buffer '{id}': alignment {alignment} is not a power of two"
-            )));
+        if let Some(problem) = alignment.and_then(alignment_problem) {
+            return Err(at(format!("buffer '{id}': {problem}")));
         }
         if let Some(first) = line_of_id.insert(id, line_number) {
             return Err(at(format!(
@@ -204,6 +204,10 @@ mod tests {
     #[test]
     fn errors_name_the_line() {
         let cases = [
+            (
+                "id,lower,upper,size,alignment\nb,0,1,16,9223372036854775808\n",
+                "b.csv:2: buffer 'b': alignment 9223372036854775808 is larger than memplan accepts",
+            ),
             (
                 "id,lower,upper\n",
                 "b.csv:1: the header has no `size` column",

@@ -13,6 +13,25 @@ pub use memplan_plugin_api::{Lifetime, TensorKind};
 /// anywhere near; the cap keeps offset + size sums of planners far from 64-bit overflow.
 pub const MAX_TENSOR_BYTES: u64 = 1 << 48;
 
+/// The largest alignment any input may ask for: 16 MiB. Real ones are 1 to 64 bytes, MPU
+/// regions a few hundred KiB; a larger one only makes arenas absurd (an alignment of 2^62
+/// overflows offset arithmetic) or the constant arenas memplan writes enormous.
+pub const MAX_ALIGNMENT: u64 = 1 << 24;
+
+/// Why `alignment` is not one memplan accepts (a power of two up to [`MAX_ALIGNMENT`]), if it
+/// is not; the caller says whose alignment it is.
+pub fn alignment_problem(alignment: u64) -> Option<String> {
+    if !alignment.is_power_of_two() {
+        Some(format!("alignment {alignment} is not a power of two"))
+    } else if alignment > MAX_ALIGNMENT {
+        Some(format!(
+            "alignment {alignment} is larger than memplan accepts ({MAX_ALIGNMENT}, 16 MiB)"
+        ))
+    } else {
+        None
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Model {
     /// The file the model was read from, for messages.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::input::model::TensorKind;
+use crate::input::model::{alignment_problem, TensorKind};
 use crate::input::source::{parse_json, read_text, JsonId};
 
 /// Which tensor kinds a rule matches (`type` in the file).
@@ -121,8 +121,8 @@ impl Rules {
                     ))
                 })?,
             };
-            if let Some(alignment) = doc.attributes.alignment.filter(|a| !a.is_power_of_two()) {
-                return Err(at(format!("alignment {alignment} is not a power of two")));
+            if let Some(problem) = doc.attributes.alignment.and_then(alignment_problem) {
+                return Err(at(problem));
             }
             let ids = doc.id.map(|ids| match ids {
                 IdsDoc::One(id) => vec![id.0.into_owned()],

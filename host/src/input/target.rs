@@ -8,6 +8,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
+use crate::input::model::alignment_problem;
 use crate::input::source::{parse_json, read_text};
 
 /// A board's memories.
@@ -120,10 +121,8 @@ impl Target {
         let doc: TargetDoc = parse_json(path, &text, "a target JSON (docs/model-format.md)")?;
         let at = |what: String| Error::input(format!("{}: {what}", path.display()));
         let min_alignment = doc.min_alignment.unwrap_or(1);
-        if !min_alignment.is_power_of_two() {
-            return Err(at(format!(
-                "min_alignment {min_alignment} is not a power of two"
-            )));
+        if let Some(problem) = alignment_problem(min_alignment) {
+            return Err(at(format!("min_alignment: {problem}")));
         }
         if doc.memories.is_empty() {
             return Err(at("the target has no memories; list at least one".into()));

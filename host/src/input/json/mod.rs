@@ -23,7 +23,8 @@ use serde::Deserialize;
 use crate::error::{Error, Result};
 use crate::input::base64;
 use crate::input::model::{
-    Lifetime, LifetimeRule, Model, ModelAlias, Operator, Tensor, TensorKind, MAX_TENSOR_BYTES,
+    alignment_problem, Lifetime, LifetimeRule, Model, ModelAlias, Operator, Tensor, TensorKind,
+    MAX_TENSOR_BYTES,
 };
 use crate::input::source::{parse_json, read_text, text_from_bytes, JsonId};
 
@@ -103,8 +104,8 @@ fn convert_tensor(doc: &TensorDoc<'_>) -> std::result::Result<Tensor, String> {
             "size {size} bytes is larger than memplan accepts ({MAX_TENSOR_BYTES})"
         ));
     }
-    if let Some(alignment) = doc.alignment.filter(|a| !a.is_power_of_two()) {
-        return Err(format!("alignment {alignment} is not a power of two"));
+    if let Some(problem) = doc.alignment.and_then(alignment_problem) {
+        return Err(problem);
     }
     let lifetime = match doc.lifetime {
         Some([first, last]) if first > last => {

@@ -296,6 +296,7 @@ fn semantic_errors_name_the_tensor() {
         (tensors(r#"{"id":"a","dtype":"int3","size":3}"#), "unknown dtype `int3`"),
         (tensors(r#"{"id":"a"}"#), "no size"),
         (tensors(r#"{"id":"a","size":4,"alignment":6}"#), "alignment 6 is not a power of two"),
+        (tensors(r#"{"id":"a","size":4,"alignment":4611686018427387904}"#), "alignment 4611686018427387904 is larger than memplan accepts (16777216, 16 MiB)"),
         (tensors(r#"{"id":"a","size":4,"lifetime":[3,1]}"#), "lifetime [3, 1] ends before it starts"),
         (r#"{"version":1,"tensors":[{"id":"a","size":4}],"operators":[{"type":"relu","inputs":["a"],"outputs":["b"]}]}"#.to_string(), "operators[0] (relu): outputs[0]: no tensor has id 'b'"),
         (r#"{"version":1,"tensors":[],"inputs":["x"]}"#.to_string(), "inputs[0]: no tensor has id 'x'"),
