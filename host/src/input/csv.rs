@@ -202,6 +202,16 @@ mod tests {
     }
 
     #[test]
+    fn a_byte_order_mark_before_the_header_is_ignored() {
+        let model = read_minimalloc_csv_bytes(
+            "\u{feff}id,lower,upper,size\nb1,0,3,4\n".as_bytes(),
+            Path::new("bom.csv"),
+        )
+        .unwrap();
+        assert_eq!(model.tensors[0].id, "b1");
+    }
+
+    #[test]
     fn errors_name_the_line() {
         let cases = [
             (

@@ -25,15 +25,19 @@ pub(crate) fn read_text(path: &Path, what: &str) -> Result<String> {
 }
 
 /// The contents of `path`, already read, as UTF-8 text; the same checks and messages as
-/// [`read_text`].
+/// [`read_text`]. A leading byte-order mark (which spreadsheet programs write) is dropped:
+/// left in, it would be an invisible part of the first CSV column's name or a JSON error.
 pub(crate) fn text_from_bytes(path: &Path, bytes: Vec<u8>, what: &str) -> Result<String> {
-    let text = String::from_utf8(bytes).map_err(|error| {
+    let mut text = String::from_utf8(bytes).map_err(|error| {
         let (line, column) = line_column(error.as_bytes(), error.utf8_error().valid_up_to());
         Error::input(format!(
             "{}:{line}:{column}: not UTF-8 text; expected {what}",
             path.display()
         ))
     })?;
+    if text.starts_with('\u{feff}') {
+        text.drain(..'\u{feff}'.len_utf8());
+    }
     if text.trim().is_empty() {
         return Err(Error::input(format!(
             "{}: the file is empty; expected {what}",

@@ -476,6 +476,34 @@ impl<'a> Reader<'a> {
                 offsets.len()
             )));
         }
+        // TFLite Micro reads -1 as "plan it online" and any other value as an offset: a
+        // negative one would put the tensor before the arena.
+        let mut position = 0;
+        for (subgraph, graph) in subgraphs.iter().enumerate() {
+            for index in 0..graph.tensors.len() {
+                let offset = offsets[position];
+                if offset < -1 {
+                    return Err(self.error(format!(
+                        "metadata OfflineMemoryAllocation gives tensor {} ({}) offset {offset}; \
+                         offsets are bytes from the arena start, or -1 to let TFLite Micro place \
+                         the tensor (it would use {offset} as an offset, before the arena)",
+                        tensor_id(subgraph, index),
+                        graph.tensors[index].name
+                    )));
+                }
+                position += 1;
+            }
+        }
+        let version = words.first().copied();
+        if version != Some(1) {
+            // TFLite Micro ignores the word; a tool that writes another may mean another layout.
+            tracing::warn!(
+                "{}: metadata OfflineMemoryAllocation has version {} (expected 1); TFLite Micro \
+                 ignores it, so memplan reads the offsets as TFLite Micro would",
+                self.path.display(),
+                version.map_or("none".to_string(), |word| word.to_string()),
+            );
+        }
         Ok(Some(offsets[..tensor_count].to_vec()))
     }
 }

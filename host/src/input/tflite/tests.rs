@@ -314,6 +314,18 @@ fn offline_planned_offsets_become_fixed_offsets() {
         TestBuffer::Inline(words.iter().flat_map(|word| word.to_le_bytes()).collect());
     let message = input_error(&model.bytes());
     assert!(message.contains("OfflineMemoryAllocation"), "{message}");
+
+    // Only -1 means "place it online": TFLite Micro would use -2 as an offset.
+    for negative in [-2, i32::MIN] {
+        let words: [i32; 8] = [1, 0, 5, -1, negative, -1, -1, -1];
+        model.buffers[1] =
+            TestBuffer::Inline(words.iter().flat_map(|word| word.to_le_bytes()).collect());
+        let message = input_error(&model.bytes());
+        assert!(
+            message.contains(&format!("tensor 1 (hidden) offset {negative}")),
+            "{message}"
+        );
+    }
 }
 
 #[test]
