@@ -80,6 +80,50 @@ fn pinned(tensors: &[TensorRequest]) -> impl Iterator<Item = (u32, &TensorReques
     })
 }
 
+/// A budget for memory `index` that the shipped planners (all built on the planner kit) can
+/// meet with its pinned tensors: constants and persistent tensors bump-allocated in tensor
+/// order, one arena per (role, source memory) as the kit makes them, and the scratch floor;
+/// each arena rounded up to its alignment (the memory's arena alignment or a larger tensor
+/// alignment). At least the floors' total, which no plan can beat.
+fn kit_budget(
+    tensors: &[TensorRequest],
+    index: usize,
+    arena_alignment: u64,
+    floors: &[u64; 3],
+) -> u64 {
+    // (role, source memory) -> (bump end, largest alignment)
+    let mut arenas: std::collections::BTreeMap<(usize, u32), (u64, u64)> =
+        std::collections::BTreeMap::new();
+    for (_, tensor) in pinned(tensors).filter(|&(memory, _)| memory as usize == index) {
+        let role = tensor.kind.role();
+        let source = match role {
+            ArenaRole::Constant => tensor.source_memory.into_option().unwrap_or(index as u32),
+            _ => index as u32,
+        };
+        let (end, alignment) = arenas
+            .entry((role as usize, source))
+            .or_insert((0, arena_alignment.max(1)));
+        if role == ArenaRole::Scratch {
+            *alignment = (*alignment).max(tensor.alignment);
+            continue;
+        }
+        *end = align_up(*end, tensor.alignment).saturating_add(tensor.size);
+        *alignment = (*alignment).max(tensor.alignment);
+    }
+    let budget = arenas
+        .iter()
+        .map(|(&(role, _), &(end, alignment))| {
+            let height = if role == ArenaRole::Scratch as usize {
+                floors[role]
+            } else {
+                end
+            };
+            align_up(height, alignment)
+        })
+        .fold(0u64, u64::saturating_add);
+    budget.max(total(floors))
+}
+
 /// The floor of one arena holding `(size, alignment, lifetime)` buffers (sizes above 0).
 fn arena_floor(buffers: &[(u64, u64, Lifetime)]) -> u64 {
     let Some(alignment) = buffers.iter().map(|&(_, alignment, _)| alignment).min() else {
@@ -116,7 +160,7 @@ pub(super) fn check_pinned_fit(
         .filter_map(|(index, (memory, floors))| {
             let budget = memory.budget.into_option()?;
             (total(floors) > budget)
-                .then(|| does_not_fit(file, target, constraints, tensors, index, budget, floors))
+                .then(|| does_not_fit(file, target, constraints, tensors, index, memory, floors))
         })
         .collect();
     if paragraphs.is_empty() {
@@ -126,17 +170,19 @@ pub(super) fn check_pinned_fit(
     }
 }
 
-/// The message for memory `index`, whose pinned tensors need more than `budget`.
+/// The message for memory `index` (`request`), whose pinned tensors need more than its budget.
 fn does_not_fit(
     file: &str,
     target: &Target,
     constraints: &Constraints,
     tensors: &[TensorRequest],
     index: usize,
-    budget: u64,
+    request: &MemoryRequest,
     floors: &[u64; 3],
 ) -> String {
     let need = total(floors);
+    let budget = request.budget.into_option().unwrap_or(u64::MAX);
+    let suggested = kit_budget(tensors, index, request.arena_alignment, floors);
     let memory = &target.memories[index];
     let name = &memory.name;
     // Later constraints win over earlier ones, so the budget is the last one that sets it.
@@ -177,6 +223,12 @@ fn does_not_fit(
             "{name} has only {capacity} bytes on target {}: move tensors out of it with the \
              rules (`memory`, `constant_destination_memory`), or use a target with more memory",
             target.name
+        ),
+        _ if suggested > need => format!(
+            "Raise the budget: no plan fits in less than {need} bytes, and the shipped planners \
+             need {suggested} (arenas rounded to their alignment; --memory {name}={suggested}), \
+             or move tensors out of {name} with the rules (`memory`, \
+             `constant_destination_memory`)"
         ),
         _ => format!(
             "Raise the budget to at least {need} bytes (--memory {name}={need}) or move tensors \
