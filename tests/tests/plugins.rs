@@ -167,8 +167,14 @@ fn memplan_plugin_path_is_searched() {
 fn an_unknown_planner_exits_4_listing_planners_and_directories() {
     let library = fixture_plugin("vendor");
     let dir = plugin_dir_with("unknown", &[(&library, &library_file_name("acme"))]);
+    let typo = failed_with(&plan_tiny("fixture-vendr", &dir, &[]), 4);
+    assert!(
+        typo.contains("no planner named `fixture-vendr` (did you mean `fixture-vendor`?)"),
+        "{typo}"
+    );
     let output = plan_tiny("no-such-planner", &dir, &[]);
     let message = failed_with(&output, 4);
+    assert!(!message.contains("did you mean"), "{message}");
     assert!(
         message.contains("no planner named `no-such-planner`"),
         "{message}"

@@ -96,7 +96,8 @@ fn a_group_writable_plugin_is_refused_unless_allowed() {
     // Selecting the refused planner says why it is missing.
     let message = failed_with(&plan_vendor(&dir, &[], None), 4);
     assert!(
-        message.contains("no planner named `fixture-vendor`"),
+        message.contains("no planner named `fixture-vendor`")
+            && message.contains("writable by its group"),
         "{message}"
     );
 }

@@ -405,30 +405,70 @@ impl Registry {
     }
 
     fn unknown_planner_message(&self, name: &str) -> String {
-        let found = match self.planners() {
-            planners if planners.is_empty() => "no planners were found".to_string(),
-            planners => format!(
-                "planners found: {}",
-                planners
-                    .iter()
-                    .map(|p| p.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+        let names: Vec<&str> = self.planners().iter().map(|p| p.name.as_str()).collect();
+        let found = if names.is_empty() {
+            "no planners were found".to_string()
+        } else {
+            format!("planners found: {}", names.join(", "))
         };
+        let suggestion = closest_name(name, &names)
+            .map(|close| format!(" (did you mean `{close}`?)"))
+            .unwrap_or_default();
         let searched = self.searched_description();
-        let rejected = match self.rejected.len() {
-            0 => String::new(),
-            count => format!(
-                "; {count} plugin file(s) were rejected (run `memplan planners` to see why)"
-            ),
-        };
+        // A refused file may be the one that provides the planner: say why each was refused.
+        let rejected =
+            match self.rejected.as_slice() {
+                [] => String::new(),
+                rejected => format!(
+                    "; {} plugin file(s) were rejected, any of which may provide it: {}",
+                    rejected.len(),
+                    rejected
+                        .iter()
+                        .take(REJECTED_SHOWN)
+                        .map(|file| format!("{}: {}", file.path.display(), file.reason))
+                        .chain((rejected.len() > REJECTED_SHOWN).then(|| {
+                            "... (run `memplan planners` to see them all)".to_string()
+                        }))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+            };
         format!(
-            "no planner named `{name}`: {found}; {searched}{rejected}. Put the plugin that \
-             provides `{name}` in one of these directories, or pass --plugin-dir DIR or set \
-             {PLUGIN_PATH_VAR}"
+            "no planner named `{name}`{suggestion}: {found}; {searched}{rejected}. Put the \
+             plugin that provides `{name}` in one of these directories, or pass --plugin-dir \
+             DIR or set {PLUGIN_PATH_VAR}"
         )
     }
+}
+
+/// Rejected files an unknown-planner message names with their reasons.
+const REJECTED_SHOWN: usize = 3;
+
+/// The name in `names` closest to `typed` when it is close enough to be a typo: at most two
+/// edits (inserted, deleted or changed characters), or one more for every eight characters.
+fn closest_name<'n>(typed: &str, names: &[&'n str]) -> Option<&'n str> {
+    let limit = 2 + typed.len() / 8;
+    names
+        .iter()
+        .map(|&name| (edit_distance(typed, name), name))
+        .filter(|&(distance, _)| distance <= limit)
+        .min()
+        .map(|(_, name)| name)
+}
+
+/// Levenshtein distance between `a` and `b`, over characters; O(len(a) × len(b)), for names.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            let change = previous[j] + usize::from(ca != cb);
+            current[j + 1] = change.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
 }
 
 /// Planner names are what users type after `--planner` (several separated by commas), so
@@ -504,5 +544,19 @@ mod tests {
             "{}",
             error.message
         );
+    }
+
+    #[test]
+    fn typos_of_planner_names_get_a_suggestion() {
+        let names = ["greedy-bestfit", "exact", "linear", "portfolio"];
+        assert_eq!(
+            closest_name("greedy-bestfti", &names),
+            Some("greedy-bestfit")
+        );
+        assert_eq!(closest_name("exat", &names), Some("exact"));
+        assert_eq!(closest_name("portfollio", &names), Some("portfolio"));
+        assert_eq!(closest_name("minimalloc", &names), None);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
     }
 }
