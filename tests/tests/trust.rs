@@ -219,3 +219,16 @@ fn a_malformed_lock_file_is_bad_usage() {
     let message = failed_with(&output, 2);
     assert!(message.contains("memplan.lock"), "{message}");
 }
+
+#[test]
+fn a_pin_naming_no_planner_found_is_a_usage_error() {
+    // A typo in a pinned name used to be ignored, leaving the planner it meant unpinned.
+    let (dir, file) = vendor_dir("trust-pin-typo");
+    let pin = format!("fixture-vendr={}", sha256_of(&file));
+    let message = failed_with(&plan_vendor(&dir, &["--plugin-sha256", &pin], None), 2);
+    assert!(
+        message.contains("--plugin-sha256 fixture-vendr=...: no planner named `fixture-vendr`")
+            && message.contains("did you mean `fixture-vendor`?"),
+        "{message}"
+    );
+}

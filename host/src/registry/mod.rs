@@ -39,7 +39,7 @@ pub use isolate::{plan_in_worker, WorkerJob, WorkerReply};
 pub use load::{load_plugin, open_module, LoadFailure, PluginFile};
 pub use run::{call_planner, run_planner, RunLimits};
 pub use search::{candidate_files, executable_dir, search_path, PLUGIN_PATH_VAR};
-pub use trust::{OpenedPlugin, TrustPolicy};
+pub use trust::{OpenedPlugin, PinSource, TrustPolicy};
 
 /// One planner exported by a loaded plugin.
 #[derive(Clone)]
@@ -143,6 +143,11 @@ pub struct Registry {
     /// Every candidate file that could be opened, with its SHA-256, loaded or not: what a
     /// pin could have named.
     hashed: Vec<(PathBuf, String)>,
+    /// Planners found in a file whose hash their pin refuses (not typos of a name).
+    refused_by_pin: std::collections::BTreeSet<String>,
+    /// Whether every file was loaded (not only the pinned ones), so that a planner name no
+    /// file provides is known to be provided by none.
+    loaded_every_file: bool,
 }
 
 impl Registry {
@@ -160,7 +165,49 @@ impl Registry {
             env_path.as_deref(),
             executable_dir().as_deref(),
         )?;
-        Ok(Registry::scan_with(searched, trust, selected))
+        let registry = Registry::scan_with(searched, trust, selected);
+        registry.check_pins_name_planners(selected)?;
+        Ok(registry)
+    }
+
+    /// A pin for a planner that no file provides is most likely a typo: silently ignoring it
+    /// would leave the planner it meant unpinned. A `--plugin-sha256` one is a usage error
+    /// (exit 2); a lock file's a warning (a lock may list planners not installed here). Pins
+    /// of selected planners are reported by [`Registry::find`] instead.
+    fn check_pins_name_planners(&self, selected: &[&str]) -> Result<()> {
+        let names: Vec<&str> = self.planners().iter().map(|p| p.name.as_str()).collect();
+        if !self.loaded_every_file {
+            return Ok(());
+        }
+        for (name, pin) in self.trust.pins() {
+            if self.claims.contains_key(name)
+                || self.refused_by_pin.contains(name)
+                || selected.contains(&name)
+            {
+                continue;
+            }
+            let suggestion = closest_name(name, &names)
+                .map(|close| format!(" (did you mean `{close}`?)"))
+                .unwrap_or_default();
+            let found = if names.is_empty() {
+                "no planners were found".to_string()
+            } else {
+                format!("planners found: {}", names.join(", "))
+            };
+            match &pin.source {
+                PinSource::CommandLine => {
+                    return Err(Error::input(format!(
+                    "--plugin-sha256 {name}=...: no planner named `{name}` was found{suggestion}; \
+                         {found}. Pin a planner by the name `memplan planners` lists"
+                )))
+                }
+                PinSource::LockFile(path) => tracing::warn!(
+                    "{}: pins planner `{name}`, which no plugin file provides{suggestion}; {found}",
+                    path.display()
+                ),
+            }
+        }
+        Ok(())
     }
 
     /// Loads every candidate file of `searched`, in order, under the default trust policy
@@ -183,6 +230,7 @@ impl Registry {
             registry.scan_directory(dir, required.as_deref());
         }
         registry.searched = searched;
+        registry.loaded_every_file = required.is_none();
         registry
     }
 
@@ -245,6 +293,7 @@ impl Registry {
                         }
                         if let Some(reason) = self.trust.check_planner(&handle.name, &file.sha256) {
                             tracing::warn!("{}: {reason}", path.display());
+                            self.refused_by_pin.insert(handle.name.clone());
                             self.rejected.push(Rejected {
                                 path: path.clone(),
                                 reason,

@@ -100,6 +100,11 @@ impl TrustPolicy {
         })
     }
 
+    /// Every pin, by planner name.
+    pub fn pins(&self) -> impl Iterator<Item = (&str, &Pin)> {
+        self.pins.iter().map(|(name, pin)| (name.as_str(), pin))
+    }
+
     pub fn pin(&self, planner: &str) -> Option<&Pin> {
         self.pins.get(planner)
     }
