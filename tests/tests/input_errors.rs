@@ -278,3 +278,24 @@ fn absurd_alignments_are_input_errors_not_planner_failures() {
         &["min_alignment", "larger than memplan accepts"],
     );
 }
+
+#[test]
+fn contradictory_fixed_placements_are_the_model_s_fault() {
+    // Two live 16-byte buffers fixed at 0 and 8: no plan can keep both, and the checker used
+    // to blame the planner (exit 3).
+    model_error(
+        "contradiction.csv",
+        "id,lower,upper,size,offset\na,0,3,16,0\nb,1,4,16,8\nc,5,6,16,0\n",
+        &[
+            "fixed placements contradict each other",
+            "'a' (bytes 0..16, steps 0..=2) and 'b' (bytes 8..24, steps 1..=3)",
+        ],
+    );
+    model_error(
+        "contradiction.json",
+        r#"{"version":1,"tensors":[
+            {"id":"x","kind":"intermediate","size":32,"fixed_offset":0,"lifetime":[0,2]},
+            {"id":"y","kind":"intermediate","size":32,"fixed_offset":16,"lifetime":[2,3]}]}"#,
+        &["'x' (bytes 0..32, steps 0..=2) and 'y' (bytes 16..48, steps 2..=3)"],
+    );
+}

@@ -11,7 +11,9 @@
 
 pub mod aliases;
 mod fit;
+mod fixed;
 pub mod lifetimes;
+pub mod sweep;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -207,6 +209,7 @@ pub fn analyze(
         );
     }
 
+    fixed::check_fixed_placements(&file, &tensors, &memories)?;
     let floors = fit::pinned_floors(&tensors, memories.len());
     let memory_lower_bounds: Vec<u64> = floors.iter().map(fit::total).collect();
     tracing::debug!(

@@ -1,26 +1,28 @@
 //! Contract 5: two tensors of one arena whose lifetimes overlap do not share bytes; and the
 //! lower bound of each arena.
 //!
-//! The overlap check is a sweep over time per arena, O(n log n), never all pairs. Slots are
-//! taken in order of their first step. The slots live at that step are kept in an ordered set
-//! keyed by offset and are pairwise disjoint, so a new slot can only collide with one of them
-//! if it collides with its nearest neighbour below (the live slot with the greatest offset not
-//! above its own) or above (the live slot with the least offset above it). Slots whose last
-//! step has passed leave the set through a min-heap keyed by last step.
-//!
-//! A slot that collides is reported, naming the slot it collides with, and is not added to the
-//! live set, which keeps the set disjoint. Every reported pair is a real collision, and of any
-//! two colliding slots at least one is reported (two slots both in the live set never collide:
-//! the later one was compared with the earlier when it started), so moving every reported slot
-//! clear of its partner and re-checking converges. Each slot is reported at most once: the
-//! report stays O(n) even when one slot collides with thousands.
-
-use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+//! The overlap check is the sweep of [`crate::analyze::sweep`] per arena, O(n log n), never
+//! all pairs; it also serves analysis's check of fixed placements. A slot that collides is
+//! reported, naming the slot it collides with; every reported pair is a real collision, of any
+//! two colliding slots at least one is reported (so moving every reported slot clear of its
+//! partner and re-checking converges), and each slot is reported at most once.
 
 use memplan_plugin_api::bounds::{align_up, lower_bound};
 
 use super::{steps, Checker, Slot, Violation, ViolationKind};
+use crate::analyze::sweep::{self, Span};
+
+impl Span for Slot {
+    fn offset(&self) -> u64 {
+        self.offset
+    }
+    fn end(&self) -> u64 {
+        Slot::end(self)
+    }
+    fn lifetime(&self) -> memplan_plugin_api::Lifetime {
+        self.lifetime
+    }
+}
 
 impl Checker<'_> {
     pub(super) fn check_overlaps(&mut self, slots: &[Vec<Slot>]) {
@@ -63,51 +65,13 @@ impl Checker<'_> {
     }
 }
 
-/// Each slot that shares bytes with a slot already live when it starts, with that slot.
-/// See the module docs for the sweep.
+/// Each slot that shares bytes with a slot already live when it starts, with that slot
+/// (the sweep of [`crate::analyze::sweep`], which the module docs describe).
 fn collisions(slots: &[Slot]) -> Vec<(Slot, Slot)> {
-    // Positions in `slots` ordered by first step, as packed integers (first step in the high
-    // half): at a million slots, sorting plain integers is several times faster than sorting
-    // the slots themselves.
-    let mut order: Vec<u64> = slots
-        .iter()
-        .enumerate()
-        .map(|(position, slot)| (u64::from(slot.lifetime.first) << 32) | position as u64)
-        .collect();
-    order.sort_unstable();
-    // Live slots keyed by (offset, position): unique even when two slots share an offset.
-    let mut live: BTreeSet<(u64, u32)> = BTreeSet::new();
-    // (last step, position) of each live slot, soonest to expire on top.
-    let mut expiries: BinaryHeap<Reverse<(u32, u32)>> = BinaryHeap::new();
-    let mut found = Vec::new();
-    for packed in order {
-        let position = packed as u32;
-        let slot = &slots[position as usize];
-        while let Some(&Reverse((last, expiring))) = expiries.peek() {
-            if last >= slot.lifetime.first {
-                break;
-            }
-            live.remove(&(slots[expiring as usize].offset, expiring));
-            expiries.pop();
-        }
-        let key = (slot.offset, position);
-        let below = live
-            .range(..key)
-            .next_back()
-            .filter(|&&(_, other)| slots[other as usize].end() > slot.offset);
-        let above = live
-            .range(key..)
-            .next()
-            .filter(|&&(offset, _)| offset < slot.end());
-        match below.or(above) {
-            Some(&(_, other)) => found.push((*slot, slots[other as usize])),
-            None => {
-                live.insert(key);
-                expiries.push(Reverse((slot.lifetime.last, position)));
-            }
-        }
-    }
-    found
+    sweep::collisions(slots)
+        .into_iter()
+        .map(|(slot, other)| (slots[slot], slots[other]))
+        .collect()
 }
 
 /// The lower bound of each arena: the peak over steps of the aligned sizes of its live slots.
