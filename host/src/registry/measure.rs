@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 
 /// Violations a failed row names: a row is one line of the text table, so only the first few;
 /// `memplan plan` with the same planner lists them all.
-const VIOLATIONS_SHOWN: usize = 3;
+pub const VIOLATIONS_SHOWN: usize = 3;
 
 /// One planner's figures on one input.
 #[derive(Clone, Debug, PartialEq)]

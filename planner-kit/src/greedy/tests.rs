@@ -1,24 +1,13 @@
 use std::cmp::Reverse;
 
 use super::*;
-use crate::testing::{assert_valid_packing, buffer};
+use crate::testing::{assert_valid_packing, buffer, tflm_greedy_medium};
 use crate::FixedOffset;
 use memplan_plugin_api::Lifetime;
 
-/// TFLite Micro's `greedy_medium` test trace: sizes with inclusive lifetimes.
-fn greedy_medium() -> Vec<Buffer> {
-    vec![
-        buffer(10, 0, 1),
-        buffer(20, 1, 2),
-        buffer(30, 2, 3),
-        buffer(40, 3, 4),
-        buffer(50, 0, 1),
-    ]
-}
-
 #[test]
-fn first_fit_reproduces_tflm_greedy_medium() {
-    let buffers = greedy_medium();
+fn first_fit_reproduces_tflm_tflm_greedy_medium() {
+    let buffers = tflm_greedy_medium();
     let packing = pack_greedy(&buffers, Order::Size, Fit::First);
     assert_eq!(packing.offsets, vec![50, 70, 40, 0, 0]);
     assert_eq!(packing.height, 90);
@@ -27,7 +16,7 @@ fn first_fit_reproduces_tflm_greedy_medium() {
 
 #[test]
 fn every_order_and_fit_gives_a_valid_packing() {
-    let buffers = greedy_medium();
+    let buffers = tflm_greedy_medium();
     for (_, order) in Order::ALL {
         for (_, fit) in Fit::ALL {
             let packing = pack_greedy(&buffers, order, fit);

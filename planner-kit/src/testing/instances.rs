@@ -29,6 +29,18 @@ pub fn buffers_from_rows(
         .collect()
 }
 
+/// TFLite Micro's `greedy_medium` planner test trace (sizes with inclusive lifetimes): its
+/// greedy planner, first fit by decreasing size, needs 90 bytes.
+pub fn tflm_greedy_medium() -> Vec<Buffer> {
+    vec![
+        buffer(10, 0, 1),
+        buffer(20, 1, 2),
+        buffer(30, 2, 3),
+        buffer(40, 3, 4),
+        buffer(50, 0, 1),
+    ]
+}
+
 /// A plan request placing `buffers` as intermediate tensors in one unbounded memory.
 pub fn single_memory_request(buffers: &[Buffer]) -> PlanRequest {
     let tensors: Vec<TensorRequest> = buffers

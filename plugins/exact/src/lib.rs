@@ -375,7 +375,9 @@ pub fn improve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memplan_planner_kit::testing::{buffer, buffers_from_rows, rectangle_cut};
+    use memplan_planner_kit::testing::{
+        buffer, buffers_from_rows, rectangle_cut, tflm_greedy_medium,
+    };
     use memplan_planner_kit::FixedOffset;
 
     /// Panics unless the packing is valid for `buffers`: time-overlapping buffers disjoint in
@@ -433,14 +435,7 @@ mod tests {
     #[test]
     fn tflm_greedy_medium_is_packed_at_its_lower_bound() {
         // TFLM's greedy_medium_test (TFLM's greedy planner needs 90).
-        let inline = [
-            buffer(10, 0, 1),
-            buffer(20, 1, 2),
-            buffer(30, 2, 3),
-            buffer(40, 3, 4),
-            buffer(50, 0, 1),
-        ];
-        let mut cases = vec![inline.to_vec()];
+        let mut cases = vec![tflm_greedy_medium()];
         if let Ok(corpus) = std::env::var("MEMPLAN_CORPUS") {
             let path = std::path::Path::new(&corpus).join("tflm-traces/greedy_medium_test.csv");
             let model = memplan::input::read_model(&path).expect("the corpus has the TFLM traces");

@@ -154,7 +154,9 @@ fn verdict(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memplan_planner_kit::testing::{assert_valid_packing, buffer, rectangle_cut};
+    use memplan_planner_kit::testing::{
+        assert_valid_packing, buffer, rectangle_cut, tflm_greedy_medium,
+    };
 
     fn packer(seconds: f64) -> PortfolioPacker {
         PortfolioPacker {
@@ -203,13 +205,7 @@ mod tests {
     #[test]
     fn tflm_first_fit_can_win_and_is_named() {
         // TFLite Micro's greedy_medium_test: first fit needs 90, best fit more.
-        let buffers = vec![
-            buffer(10, 0, 1),
-            buffer(20, 1, 2),
-            buffer(30, 2, 3),
-            buffer(40, 3, 4),
-            buffer(50, 0, 1),
-        ];
+        let buffers = tflm_greedy_medium();
         let packing = packer(0.0)
             .pack(&buffers, &HostContext::detached())
             .unwrap();

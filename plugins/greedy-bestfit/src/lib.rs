@@ -71,21 +71,10 @@ impl Packer for GreedyPacker {
 mod tests {
     use super::*;
     use memplan_planner_kit::testing::{
-        assert_valid_packing, assert_valid_plan, buffer, single_memory_request,
+        assert_valid_packing, assert_valid_plan, single_memory_request, tflm_greedy_medium,
     };
     use memplan_plugin_api::abi_stable::std_types::RString;
     use memplan_plugin_api::PlanErrorKind;
-
-    /// TFLite Micro's greedy_medium_test trace (its greedy planner needs 90 bytes).
-    fn greedy_medium_trace() -> Vec<Buffer> {
-        vec![
-            buffer(10, 0, 1),
-            buffer(20, 1, 2),
-            buffer(30, 2, 3),
-            buffer(40, 3, 4),
-            buffer(50, 0, 1),
-        ]
-    }
 
     #[test]
     fn options_default_to_size_order_and_best_fit() {
@@ -116,8 +105,8 @@ mod tests {
     }
 
     #[test]
-    fn first_fit_reproduces_tflm_on_the_inline_greedy_medium_trace() {
-        let buffers = greedy_medium_trace();
+    fn first_fit_reproduces_tflm_on_the_inline_tflm_greedy_medium() {
+        let buffers = tflm_greedy_medium();
         let packing = GreedyPacker::from_options(r#"{"fit":"first"}"#)
             .unwrap()
             .pack(&buffers, &HostContext::detached())
@@ -128,7 +117,7 @@ mod tests {
 
     #[test]
     fn plans_a_request_through_the_kit() {
-        let buffers = greedy_medium_trace();
+        let buffers = tflm_greedy_medium();
         let mut request = single_memory_request(&buffers);
         request.options = RString::from(r#"{"fit":"first"}"#);
         let plan = GreedyBestFit::plan(&request, &HostContext::detached()).unwrap();
