@@ -1,4 +1,4 @@
-//! The one error type the command line reports, with the exit codes of DESIGN.md.
+//! The one error type the command line reports, with the exit codes README.md lists.
 //!
 //! Every stage returns its failures as an [`Error`] whose message is written for the user:
 //! it names the file (and line/column or tensor) and says what to do. Internal errors

@@ -1,9 +1,9 @@
 //! Check stage: verifies a plan against the request before anything is rendered.
 //!
 //! A plan comes from a plugin (code we did not write) or from a plan file (possibly written by
-//! another tool), so nothing in it is trusted. Every contract of DESIGN.md ("Contracts the
-//! checker enforces") is checked and every violation reported, not just the first; each kind
-//! of violation is a [`ViolationKind`] and names the tensors, arena, offsets, sizes and
+//! another tool), so nothing in it is trusted. Every contract listed in docs/plan-format.md
+//! ("What `check` reports") is checked and every violation reported, not just the first; each
+//! kind of violation is a [`ViolationKind`] and names the tensors, arena, offsets, sizes and
 //! lifetimes involved and what the planner must do instead.
 //!
 //! The passes, each O(n log n) or better in the number of tensors and arenas:

@@ -11,7 +11,7 @@ use crate::error::Error;
 /// How many violations the text report shows before "and N more".
 pub const SHOWN_IN_TEXT: usize = 20;
 
-/// Which rule a plan broke. Each kind belongs to one contract of DESIGN.md
+/// Which rule a plan broke. Each kind belongs to one contract of docs/plan-format.md
 /// ("Contracts the checker enforces"); [`ViolationKind::contract`] gives its number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -97,7 +97,7 @@ impl ViolationKind {
         ]
     };
 
-    /// The number of the DESIGN.md contract this kind belongs to.
+    /// The number of the docs/plan-format.md contract this kind belongs to.
     pub fn contract(self) -> u8 {
         use ViolationKind::*;
         match self {

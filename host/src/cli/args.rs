@@ -1,4 +1,4 @@
-//! The command line as clap parses it (the contract of DESIGN.md): types only, importing
+//! The command line as clap parses it (the contract README.md and docs/ describe): types only, importing
 //! nothing from the rest of memplan. [`super::config::resolve`] checks them and turns them
 //! into the configuration the commands run with.
 
@@ -77,8 +77,10 @@ pub struct TargetArgs {
     /// A built-in target (generic, apollo3_evb, apollo4p_evb, apollo510_evb) or a target JSON file.
     #[arg(long, value_name = "NAME|FILE")]
     pub target: Option<String>,
-    /// Narrow a memory's budget, e.g. `--memory SRAM=65536` (repeatable).
-    #[arg(long = "memory", value_name = "NAME=BYTES")]
+    /// Narrow a memory's budget: NAME=BYTES, BYTES may end in K/KiB or M/MiB (binary), e.g.
+    /// `--memory SRAM=64K`; or a constraints FILE (JSON list of {name, max_size,
+    /// arena_alignment}). Repeatable; later entries win.
+    #[arg(long = "memory", value_name = "NAME=BYTES|FILE")]
     pub memory: Vec<String>,
     /// Attribute rules file (placement memory, constant staging, alignment).
     #[arg(long, value_name = "FILE")]

@@ -1,6 +1,6 @@
 //! Where plugins are looked for, and which files in those directories are candidates.
 //!
-//! The search path (DESIGN.md) is: each `--plugin-dir` in the order given, then every entry of
+//! The search path (README.md, docs/plugins.md) is: each `--plugin-dir` in the order given, then every entry of
 //! `MEMPLAN_PLUGIN_PATH`, then the directory of the `memplan` executable and its `plugins/`
 //! subfolder. The current directory is never searched implicitly: an empty entry of
 //! `MEMPLAN_PLUGIN_PATH` (which PATH-like variables traditionally read as ".") and relative

@@ -1,4 +1,4 @@
-//! The two layout hashes of a rendered plan (DESIGN.md "Render and emit").
+//! The two layout hashes of a rendered plan (docs/output-files.md).
 //!
 //! Both are the first 16 hex digits of a SHA-256 over `;`-terminated, `|`-separated UTF-8
 //! records, so that a firmware build can compare the `{PREFIX}_PLAN_HASH` it was compiled

@@ -2,7 +2,7 @@
 //! order, the plan and tensor-layout hashes, one packed blob per constant arena, C names and
 //! sidecar file names — so that emit only formats and writes.
 //!
-//! Region order (DESIGN.md): scratch arenas, then persistent, then constant; within a role by
+//! Region order (docs/output-files.md): scratch arenas, then persistent, then constant; within a role by
 //! memory name ascending. A region's id is its index in that order.
 
 mod blob;
