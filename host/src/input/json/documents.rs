@@ -217,6 +217,14 @@ impl<'de> Deserialize<'de> for ByteCount {
                 })
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<ByteCount, E> {
+                // serde_json reads integers beyond 64 bits as floats: printing the float would
+                // show a rounded number the file does not contain.
+                if v.fract() == 0.0 && v.abs() >= u64::MAX as f64 {
+                    return Err(E::custom(
+                        "a number beyond 2^64 - 1 (18446744073709551615): sizes, dimensions and \
+                         offsets are 64-bit counts, and a tensor may have at most 2^48 bytes",
+                    ));
+                }
                 Err(E::custom(format!(
                     "{v} is not a whole number: sizes, dimensions and offsets are integers"
                 )))

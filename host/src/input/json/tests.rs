@@ -247,7 +247,7 @@ fn syntax_and_type_errors_carry_line_and_column() {
             "huge.json",
             "{\"version\":1,\"tensors\":[{\"id\":\"a\",\"size\":1e30}]}",
             "huge.json:1:",
-            "not a whole number",
+            "a number beyond 2^64 - 1",
         ),
         (
             "unknown-field.json",
@@ -260,6 +260,12 @@ fn syntax_and_type_errors_carry_line_and_column() {
             "{\"version\":1,\"tensors\":[{\"id\":\"a\",\"kind\":\"weight\",\"size\":4}]}",
             "kind.json:1:",
             "unknown variant `weight`",
+        ),
+        (
+            "fraction.json",
+            "{\"version\":1,\"tensors\":[{\"id\":\"a\",\"size\":4.5}]}",
+            "fraction.json:1:",
+            "4.5 is not a whole number",
         ),
         (
             "float-id.json",
@@ -296,6 +302,7 @@ fn semantic_errors_name_the_tensor() {
         (tensors(r#"{"id":"a","dtype":"int3","size":3}"#), "unknown dtype `int3`"),
         (tensors(r#"{"id":"a"}"#), "no size"),
         (tensors(r#"{"id":"a","size":4,"alignment":6}"#), "alignment 6 is not a power of two"),
+        (tensors(r#"{"id":"a","size":18446744073709551616}"#), "a number beyond 2^64 - 1 (18446744073709551615)"),
         (tensors(r#"{"id":"a","size":4,"alignment":4611686018427387904}"#), "alignment 4611686018427387904 is larger than memplan accepts (16777216, 16 MiB)"),
         (tensors(r#"{"id":"a","size":4,"lifetime":[3,1]}"#), "lifetime [3, 1] ends before it starts"),
         (r#"{"version":1,"tensors":[{"id":"a","size":4}],"operators":[{"type":"relu","inputs":["a"],"outputs":["b"]}]}"#.to_string(), "operators[0] (relu): outputs[0]: no tensor has id 'b'"),
