@@ -38,8 +38,15 @@ fn is_memplan_output(name: &str) -> bool {
 }
 
 fn write_error(path: &Path, error: io::Error) -> Error {
+    // ENOSPC (28) and EDQUOT (122 on Linux): the disk or the user's quota is full, which
+    // no permission change fixes.
+    let advice = match error.raw_os_error() {
+        Some(28) => "the disk is full; free space on it or choose an --out on another disk",
+        Some(122) => "the disk quota is exhausted; free space or choose an --out elsewhere",
+        _ => "check that the --out directory's parent is writable",
+    };
     Error::input(format!(
-        "cannot write `{}`: {error}; check that the --out directory's parent is writable",
+        "cannot write `{}`: {error}; {advice}",
         path.display()
     ))
 }
@@ -169,6 +176,18 @@ fn check_replaceable(out: &Path) -> Result<()> {
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(error) => return Err(write_error(out, error)),
     };
+    if metadata.file_type().is_symlink() {
+        // Publishing renames directories: the link itself would be replaced, not the
+        // directory it points at, so a link is refused rather than silently dropped.
+        let target = fs::read_link(out)
+            .map(|target| format!(" (to `{}`)", target.display()))
+            .unwrap_or_default();
+        return Err(Error::input(format!(
+            "--out `{}` is a symbolic link{target}; memplan replaces its output directory as a \
+             whole, which would replace the link, so give the directory itself as --out",
+            out.display()
+        )));
+    }
     if !metadata.is_dir() {
         return Err(Error::input(format!(
             "--out `{}` exists and is not a directory; choose another --out",
@@ -319,5 +338,22 @@ mod tests {
         assert!(error.message.contains("not a directory"), "{error}");
         assert_eq!(fs::read(&file).unwrap(), b"x");
         fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_symlinked_out_is_refused_naming_the_link_and_a_full_disk_is_named() {
+        let root = std::env::temp_dir().join(format!("memplan-out-link-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join("real")).unwrap();
+        std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
+        let error = check_destination(&root.join("link")).unwrap_err();
+        assert!(error.message.contains("is a symbolic link"), "{error}");
+        assert!(error.message.contains("real"), "{error}");
+        fs::remove_dir_all(&root).unwrap();
+
+        let full = write_error(Path::new("out/x.c"), io::Error::from_raw_os_error(28));
+        assert!(full.message.contains("the disk is full"), "{full}");
+        let denied = write_error(Path::new("out/x.c"), io::Error::from_raw_os_error(13));
+        assert!(denied.message.contains("parent is writable"), "{denied}");
     }
 }
