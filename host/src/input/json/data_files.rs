@@ -44,6 +44,17 @@ pub(super) fn data_file_path(text: &str) -> std::result::Result<&Path, String> {
     } else if last_segment.is_empty() || last_segment == "." {
         "names a directory, not a file"
     } else {
+        // Inside the model's directory but in a hidden folder (`.ssh/`, `.gnupg/` next to a
+        // model in the home directory): allowed, since a model may keep its data there, but
+        // worth a word, as those files end up in the generated sources.
+        if path.components().any(
+            |c| matches!(c, Component::Normal(name) if name.to_string_lossy().starts_with('.')),
+        ) {
+            tracing::warn!(
+                "data_file `{text}` lies in a hidden file or directory; its bytes will be \
+                 embedded in the generated C sources: check it is the file you meant"
+            );
+        }
         return Ok(path);
     };
     Err(format!(
