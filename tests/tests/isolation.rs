@@ -355,3 +355,35 @@ fn a_planner_printing_on_stdout_does_not_corrupt_the_json_output() {
     let document: Result<Value, _> = serde_json::from_slice(&output.stdout);
     assert!(document.is_ok(), "{}", describe(&output));
 }
+
+#[test]
+fn bench_with_isolate_fails_only_the_crashing_planner_s_row() {
+    let dir = misbehaving_dir("bench-isolate");
+    let output = memplan()
+        .arg("bench")
+        .arg(memplan_tests::tiny_model())
+        .args([
+            "--planner",
+            "fixture-segfaults,linear",
+            "--isolate",
+            "--runs",
+            "1",
+        ])
+        .args(["--format", "json", "--plugin-dir"])
+        .arg(&dir)
+        .output()
+        .expect("run memplan bench");
+    // The first failure's exit code, after the whole table.
+    assert_eq!(output.status.code(), Some(4), "{}", describe(&output));
+    let document: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|error| panic!("bench JSON ({error}): {}", describe(&output)));
+    let rows = document["results"].as_array().expect("results");
+    assert_eq!(rows.len(), 2, "{document}");
+    assert_eq!(rows[0]["planner"], "fixture-segfaults");
+    assert!(
+        rows[0]["error"].as_str().unwrap_or("").contains("SIGSEGV"),
+        "{document}"
+    );
+    assert_eq!(rows[1]["planner"], "linear");
+    assert!(rows[1]["height"].as_u64().is_some(), "{document}");
+}

@@ -170,6 +170,10 @@ pub struct BenchArgs {
     /// Stop a planner run after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
+    /// Run each planner in a child process: a planner that crashes or hangs fails its own
+    /// rows, and the table goes on.
+    #[arg(long)]
+    pub isolate: bool,
     #[command(flatten)]
     pub plugins: PluginArgs,
     /// Output on stdout.

@@ -13,7 +13,7 @@ use crate::emit;
 use crate::error::{Error, Result};
 use crate::input::Constraints;
 use crate::registry::select::PlannerOptionsByName;
-use crate::registry::{RunLimits, TrustPolicy};
+use crate::registry::{Isolation, RunLimits, TrustPolicy};
 use crate::render::{self, RenderOptions};
 
 /// What to run, checked.
@@ -85,6 +85,8 @@ pub struct BenchConfig {
     pub target: TargetConfig,
     pub runs: u32,
     pub limits: RunLimits,
+    /// `--isolate`: how to start the workers.
+    pub isolation: Option<Isolation>,
     pub plugins: PluginConfig,
     pub format: BenchFormat,
     /// Draw a progress bar (not with `-q`; only on a terminal).
@@ -110,7 +112,7 @@ pub fn resolve(cli: Cli) -> Result<Config> {
         Command::Plan(args) => Task::Plan(plan(args)?),
         Command::Planners(args) => Task::Planners(planners(args)?),
         Command::Check(args) => Task::Check(check(args)?),
-        Command::Bench(args) => Task::Bench(bench(args, !cli.quiet)?),
+        Command::Bench(args) => Task::Bench(bench(args, verbosity)?),
         Command::PlanWorker(args) => Task::PlanWorker(worker(args)?),
     };
     Ok(Config { verbosity, task })
@@ -161,13 +163,18 @@ fn check(args: CheckArgs) -> Result<CheckConfig> {
     })
 }
 
-fn bench(args: BenchArgs, show_progress: bool) -> Result<BenchConfig> {
+fn bench(args: BenchArgs, verbosity: Verbosity) -> Result<BenchConfig> {
     let planners = parse::planner_list(&args.planner)?;
     let options = parse::planner_options(&args.planner_options, &planners)?;
     let plugins = plugins(args.plugins)?;
     let limits = RunLimits {
         timeout: parse::timeout(args.timeout)?,
     };
+    let isolation = args.isolate.then_some(Isolation {
+        allow_insecure: plugins.trust.allow_insecure,
+        verbose: verbosity.verbose,
+        quiet: verbosity.quiet,
+    });
     Ok(BenchConfig {
         inputs: args.inputs,
         planners,
@@ -175,9 +182,10 @@ fn bench(args: BenchArgs, show_progress: bool) -> Result<BenchConfig> {
         target: target(args.target)?,
         runs: args.runs,
         limits,
+        isolation,
         plugins,
         format: args.format,
-        show_progress,
+        show_progress: !verbosity.quiet,
     })
 }
 

@@ -34,7 +34,14 @@ pub fn run(config: &BenchConfig) -> Result<ExitCode> {
                 config.runs,
                 || {
                     progress.step(&label, planner);
-                    registry.plan(planner, &analysis.request, &config.limits)
+                    match &config.isolation {
+                        Some(isolation) => registry.find(planner)?.run_isolated(
+                            &analysis.request,
+                            &config.limits,
+                            isolation,
+                        ),
+                        None => registry.plan(planner, &analysis.request, &config.limits),
+                    }
                 },
                 |plan| check::check_plan(&analysis, plan).map(drop),
             );
