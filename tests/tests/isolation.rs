@@ -387,3 +387,25 @@ fn bench_with_isolate_fails_only_the_crashing_planner_s_row() {
     assert_eq!(rows[1]["planner"], "linear");
     assert!(rows[1]["height"].as_u64().is_some(), "{document}");
 }
+
+#[test]
+fn an_in_process_crash_names_the_planner_and_suggests_isolate() {
+    // Without --isolate a crash takes memplan down; it still says which planner did it, and
+    // exits with the plugin-failure code instead of a bare signal status.
+    for (planner, how) in [
+        ("fixture-segfaults", "with SIGSEGV"),
+        ("fixture-aborts", "with SIGABRT"),
+        ("fixture-exits", "by calling exit"),
+    ] {
+        let output = plan(planner, &[]);
+        let message = failed_with(&output, 4);
+        let ended = message.contains(&format!("crashed memplan's process {how}"))
+            || message.contains(&format!("ended memplan's process {how}"));
+        assert!(
+            message.contains(&format!("memplan: error: planner `{planner}` ("))
+                && ended
+                && message.contains("Rerun with --isolate"),
+            "{planner}: {message}"
+        );
+    }
+}

@@ -19,6 +19,7 @@
 //!
 //! Libraries are never unloaded, so planner handles stay valid for the whole process.
 
+pub mod crash;
 pub mod isolate;
 pub mod load;
 pub mod measure;

@@ -138,12 +138,14 @@ pub fn run_planner(
             timeout.as_secs_f64()
         );
         Watchdog::arm(timeout.saturating_add(grace_period(timeout)), move || {
+            super::crash::disarm();
             eprintln!("{message}");
             std::process::exit(i32::from(ErrorKind::Plugin.exit_code()));
         })
     });
     let answer = {
         let _stdout = super::stdout::StdoutToStderr::redirect();
+        let _crash = super::crash::CrashGuard::arm(name, origin);
         call_planner(name, entry, request, limits)
     };
     planner_outcome(name, origin, answer, limits, started.elapsed())
