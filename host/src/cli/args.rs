@@ -109,7 +109,8 @@ pub struct PlanArgs {
     /// Do not define arena buffers; emit bind functions and sidecar `.bin` blobs instead.
     #[arg(long = "external-arenas")]
     pub external_arenas: bool,
-    /// Run the planner in a child process, so a crashing plugin cannot take the host down.
+    /// Run the planner in a child process, so a crashing plugin cannot take the host down
+    /// (time limit 600 s unless --timeout says otherwise).
     #[arg(long)]
     pub isolate: bool,
     /// Stop the planner after this many seconds.

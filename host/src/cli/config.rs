@@ -3,6 +3,7 @@
 //! this returns and never see a raw command-line string.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use super::args::{
     BenchArgs, BenchFormat, CheckArgs, Cli, Command, Format, PlanArgs, PlannersArgs, PluginArgs,
@@ -15,6 +16,11 @@ use crate::input::Constraints;
 use crate::registry::select::PlannerOptionsByName;
 use crate::registry::{Isolation, RunLimits, TrustPolicy};
 use crate::render::{self, RenderOptions};
+
+/// The time limit of an isolated planner when `--timeout` is not given: a worker that hangs
+/// must not keep memplan waiting forever (in process, memplan cannot stop a planner that
+/// ignores the stop request anyway, so there the default stays "none").
+pub const DEFAULT_ISOLATED_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// What to run, checked.
 #[derive(Debug)]
@@ -127,9 +133,7 @@ fn plan(args: PlanArgs) -> Result<PlanConfig> {
     };
     render::check_options(&render)?;
     emit::check_destination(&args.out)?;
-    let limits = RunLimits {
-        timeout: parse::timeout(args.timeout)?,
-    };
+    let limits = run_limits(args.timeout, args.isolate)?;
     let plugins = plugins(args.plugins)?;
     let planners = parse::planner_list(&args.planner)?;
     let options = parse::planner_options(&args.planner_options, &planners)?;
@@ -167,9 +171,7 @@ fn bench(args: BenchArgs, verbosity: Verbosity) -> Result<BenchConfig> {
     let planners = parse::planner_list(&args.planner)?;
     let options = parse::planner_options(&args.planner_options, &planners)?;
     let plugins = plugins(args.plugins)?;
-    let limits = RunLimits {
-        timeout: parse::timeout(args.timeout)?,
-    };
+    let limits = run_limits(args.timeout, args.isolate)?;
     let isolation = args.isolate.then_some(Isolation {
         allow_insecure: plugins.trust.allow_insecure,
         verbose: verbosity.verbose,
@@ -201,6 +203,14 @@ fn worker(args: WorkerArgs) -> Result<WorkerConfig> {
     })
 }
 
+/// `--timeout`, or [`DEFAULT_ISOLATED_TIMEOUT`] for an isolated planner without one.
+fn run_limits(timeout: Option<f64>, isolate: bool) -> Result<RunLimits> {
+    let timeout = parse::timeout(timeout)?;
+    Ok(RunLimits {
+        timeout: timeout.or(isolate.then_some(DEFAULT_ISOLATED_TIMEOUT)),
+    })
+}
+
 fn target(args: TargetArgs) -> Result<TargetConfig> {
     Ok(TargetConfig {
         target: args.target,
@@ -229,4 +239,32 @@ fn plugins(args: PluginArgs) -> Result<PluginConfig> {
         dirs: args.plugin_dirs,
         trust,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn plan_limits(args: &[&str]) -> RunLimits {
+        let cli =
+            Cli::try_parse_from(["memplan", "plan", "model.json"].iter().chain(args)).unwrap();
+        match resolve(cli).unwrap().task {
+            Task::Plan(plan) => plan.limits,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_isolated_planner_gets_a_default_time_limit() {
+        assert_eq!(
+            plan_limits(&["--isolate"]).timeout,
+            Some(DEFAULT_ISOLATED_TIMEOUT)
+        );
+        assert_eq!(
+            plan_limits(&["--isolate", "--timeout", "2"]).timeout,
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(plan_limits(&[]).timeout, None);
+    }
 }
