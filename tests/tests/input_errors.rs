@@ -299,3 +299,36 @@ fn contradictory_fixed_placements_are_the_model_s_fault() {
         &["'x' (bytes 0..32, steps 0..=2) and 'y' (bytes 16..48, steps 2..=3)"],
     );
 }
+
+#[test]
+fn inputs_that_are_not_regular_files_are_refused_by_name() {
+    let dir = temp_dir("input-kinds");
+    // A FIFO would block the read forever; a device would never end.
+    let fifo = dir.join("pipe.json");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("run mkfifo");
+    assert!(status.success());
+    assert_input_error(
+        &[fifo.to_str().unwrap()],
+        &["is a named pipe (FIFO), not a file"],
+    );
+    let zero = dir.join("zero.tflite");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    assert_input_error(&[zero.to_str().unwrap()], &["is a device, not a file"]);
+    let folder = dir.join("folder.csv");
+    std::fs::create_dir(&folder).unwrap();
+    assert_input_error(&[folder.to_str().unwrap()], &["is a directory, not a file"]);
+    // A large file that is not a model is refused from its header (a sparse 2 GiB file).
+    let big = dir.join("big.tflite");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(2 << 30)
+        .unwrap();
+    assert_input_error(
+        &[big.to_str().unwrap()],
+        &["not a TFLite model: file identifier"],
+    );
+    std::fs::remove_file(&big).unwrap();
+}

@@ -14,13 +14,53 @@ use serde_json::error::Category;
 
 use crate::error::{Error, Result};
 
+/// Opens `path` for reading if it is a regular file (after symbolic links), with its size.
+/// A FIFO would block reading forever, a device (`/dev/zero`) never end, and a directory is
+/// not an input: each is refused by name before it is opened.
+pub(crate) fn open_regular_file(path: &Path, what: &str) -> Result<(std::fs::File, u64)> {
+    let cannot = |error: std::io::Error| {
+        Error::input(format!("{}: cannot read {what}: {error}", path.display()))
+    };
+    let metadata = std::fs::metadata(path).map_err(cannot)?;
+    let kind = metadata.file_type();
+    if !kind.is_file() {
+        use std::os::unix::fs::FileTypeExt;
+        let is = if kind.is_dir() {
+            "a directory"
+        } else if kind.is_fifo() {
+            "a named pipe (FIFO)"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else if kind.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        return Err(Error::input(format!(
+            "{}: is {is}, not a file; give {what} as a regular file",
+            path.display()
+        )));
+    }
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    Ok((file, metadata.len()))
+}
+
+/// Reads the regular file `path` whole ([`open_regular_file`]).
+pub(crate) fn read_regular_file(path: &Path, what: &str) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let (mut file, len) = open_regular_file(path, what)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.read_to_end(&mut bytes).map_err(|error| {
+        Error::input(format!("{}: cannot read {what}: {error}", path.display()))
+    })?;
+    Ok(bytes)
+}
+
 /// Reads `path` as UTF-8 text. `what` names the expected content for messages
 /// ("a memplan model JSON", "a target JSON", ...). An empty (or all-whitespace) file is an
 /// input error.
 pub(crate) fn read_text(path: &Path, what: &str) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|error| {
-        Error::input(format!("{}: cannot read {what}: {error}", path.display()))
-    })?;
+    let bytes = read_regular_file(path, what)?;
     text_from_bytes(path, bytes, what)
 }
 

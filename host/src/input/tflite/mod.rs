@@ -54,10 +54,26 @@ const TAKEN_FLOOR: u64 = 4096;
 /// The metadata name under which TFLite Micro finds offline-planned arena offsets.
 const OFFLINE_PLAN_METADATA: &[u8] = b"OfflineMemoryAllocation";
 
-/// Reads the `.tflite` model at `path`.
+/// Reads the `.tflite` model at `path`. The 8-byte header is checked before the rest is read,
+/// so that a large file that is not a TFLite model is refused at once.
 pub fn read_tflite(path: &Path) -> Result<Model> {
-    let bytes = std::fs::read(path)
-        .map_err(|err| Error::input(format!("{}: cannot read the model: {err}", path.display())))?;
+    use std::io::Read;
+    let what = "the model";
+    let (mut file, len) = crate::input::source::open_regular_file(path, what)?;
+    let cannot = |err: std::io::Error| {
+        Error::input(format!("{}: cannot read the model: {err}", path.display()))
+    };
+    let mut bytes = Vec::new();
+    file.by_ref()
+        .take(8)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() == 8 && &bytes[4..8] != schema::FILE_IDENTIFIER {
+        // The reader's own message for a wrong identifier, from the header alone.
+        return read_tflite_bytes(&bytes, path);
+    }
+    bytes.reserve(usize::try_from(len).unwrap_or(0));
+    file.read_to_end(&mut bytes).map_err(cannot)?;
     read_tflite_bytes(&bytes, path)
 }
 
