@@ -160,6 +160,7 @@ fn model_like() -> (Analysis, MemoryPlan) {
         // Not read by the stages under test.
         memory_lower_bounds: Vec::new(),
         pinned_overflow: None,
+        tflite: None,
         constant_data: vec![None; TENSORS],
         request,
     };

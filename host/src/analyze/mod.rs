@@ -14,6 +14,7 @@ mod fit;
 mod fixed;
 pub mod lifetimes;
 pub mod sweep;
+pub mod tflm_greedy;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -22,6 +23,7 @@ use abi_stable::std_types::{RNone, RSome, RString, RVec};
 use memplan_plugin_api::{AliasOf, MemoryRequest, PlanRequest, TensorKind, TensorRequest};
 
 use crate::error::{Error, Result};
+use crate::input::graph::TfliteOrigin;
 use crate::input::{Constraints, Model, Rules, Target};
 
 /// Arena base alignment never goes below this (heliaAOT's floor).
@@ -52,6 +54,9 @@ pub struct Analysis {
     /// before running a planner ([`Analysis::ensure_plannable`]); `check` goes on, as the
     /// budget violations of the plan it is given are its report.
     pub pinned_overflow: Option<Error>,
+    /// For a `.tflite` model: where its tensors sit in the file and what TFLite Micro adds at
+    /// run time (kernel scratch buffers), for the offline plan written into the model.
+    pub tflite: Option<Box<TfliteOrigin>>,
 }
 
 /// Runs the analysis.
@@ -63,7 +68,8 @@ pub fn analyze(
 ) -> Result<Analysis> {
     let limits = constraints.apply(target)?;
     check_rule_memories(target, rules)?;
-    let model = lifetimes::tflite_micro::resolve(model)?;
+    let mut model = lifetimes::tflite_micro::resolve(model)?;
+    let tflite = model.tflite.take();
     let roots = aliases::resolve(&model)?;
     let lifetimes = lifetimes::derive(&model, &roots)?;
     let file = model.path.display().to_string();
@@ -239,6 +245,7 @@ pub fn analyze(
         constant_data,
         memory_lower_bounds,
         pinned_overflow,
+        tflite,
     })
 }
 

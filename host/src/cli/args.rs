@@ -109,6 +109,10 @@ pub struct PlanArgs {
     /// Do not define arena buffers; emit bind functions and sidecar `.bin` blobs instead.
     #[arg(long = "external-arenas")]
     pub external_arenas: bool,
+    /// With a `.tflite` input, also write `{prefix}.tflite`: the model with memplan's plan as
+    /// TensorFlow Lite Micro's offline plan (`OfflineMemoryAllocation` metadata).
+    #[arg(long = "emit-tflite")]
+    pub emit_tflite: bool,
     /// Run the planner in a child process, so a crashing plugin cannot take the host down
     /// (time limit 600 s unless --timeout says otherwise).
     #[arg(long)]

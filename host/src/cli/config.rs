@@ -130,8 +130,16 @@ fn plan(args: PlanArgs) -> Result<PlanConfig> {
         prefix: args.prefix,
         external_arenas: args.external_arenas,
         planner: String::new(),
+        emit_tflite: args.emit_tflite,
     };
     render::check_options(&render)?;
+    if args.emit_tflite && !crate::input::is_tflite_path(&args.input) {
+        return Err(Error::input(format!(
+            "--emit-tflite writes the input .tflite model with memplan's plan, but {} is not a \
+             .tflite model; drop --emit-tflite or plan the .tflite file",
+            args.input.display()
+        )));
+    }
     emit::check_destination(&args.out)?;
     let limits = run_limits(args.timeout, args.isolate)?;
     let plugins = plugins(args.plugins)?;

@@ -33,7 +33,14 @@ pub const OUTPUT_SUFFIXES: [&str; 7] = [
     ".bin",
 ];
 
-fn is_memplan_output(name: &str) -> bool {
+/// Whether `name`, in a directory holding the files `names`, is one memplan writes. A
+/// `{prefix}.tflite` (`--emit-tflite`) counts only beside memplan's `{prefix}_plan.json`, so
+/// that a directory of the user's own models is never taken for an output directory.
+fn is_memplan_output(name: &str, names: &[String]) -> bool {
+    if let Some(prefix) = name.strip_suffix(".tflite") {
+        let plan = format!("{prefix}_plan.json");
+        return names.contains(&plan);
+    }
     OUTPUT_SUFFIXES.iter().any(|suffix| name.ends_with(suffix))
 }
 
@@ -195,6 +202,7 @@ fn check_replaceable(out: &Path) -> Result<()> {
         )));
     }
     let entries = fs::read_dir(out).map_err(|error| write_error(out, error))?;
+    let mut files = Vec::new();
     let mut foreign = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|error| write_error(out, error))?;
@@ -203,8 +211,15 @@ fn check_replaceable(out: &Path) -> Result<()> {
             .file_type()
             .map(|kind| kind.is_file())
             .unwrap_or(false);
-        if !is_file || !is_memplan_output(&name) {
+        if is_file {
+            files.push(name);
+        } else {
             foreign.push(name);
+        }
+    }
+    for name in &files {
+        if !is_memplan_output(name, &files) {
+            foreign.push(name.clone());
         }
     }
     foreign.sort();
@@ -337,6 +352,23 @@ mod tests {
         let error = publish(&files(), &file).unwrap_err();
         assert!(error.message.contains("not a directory"), "{error}");
         assert_eq!(fs::read(&file).unwrap(), b"x");
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_tflite_model_counts_as_memplan_output_only_beside_its_plan_file() {
+        let root = scratch_dir("models");
+        let out = root.join("models");
+        fs::create_dir(&out).unwrap();
+        fs::write(out.join("vww.tflite"), b"TFL3").unwrap();
+        let before = snapshot(&out);
+        let error = publish(&files(), &out).unwrap_err();
+        assert!(error.message.contains("vww.tflite"), "{error}");
+        assert_eq!(snapshot(&out), before);
+        // memplan's own `--emit-tflite` output: replaced with the rest.
+        fs::write(out.join("vww_plan.json"), b"{}").unwrap();
+        publish(&files(), &out).unwrap();
+        assert!(!out.join("vww.tflite").exists());
         fs::remove_dir_all(&root).unwrap();
     }
 

@@ -2,8 +2,9 @@
 //!
 //! Files in the output directory (see docs/output-files.md):
 //! `{prefix}_tensors.h`, `{prefix}_tensors.c`, `{prefix}_constants.c`,
-//! `{prefix}_residency.json`, `{prefix}_plan.json`, `{prefix}_layout.svg`, and with external
-//! arenas one sidecar `.bin` per constant payload. Everything is formatted in memory first,
+//! `{prefix}_residency.json`, `{prefix}_plan.json`, `{prefix}_layout.svg`, with external
+//! arenas one sidecar `.bin` per constant payload, and with `--emit-tflite` `{prefix}.tflite`,
+//! the input model carrying memplan's plan for TensorFlow Lite Micro. Everything is formatted in memory first,
 //! from the render plan alone (no clock, no paths, sorted tables), so two runs on the same
 //! inputs write byte-identical files.
 
@@ -14,6 +15,7 @@ mod c_templates;
 mod c_text;
 mod residency;
 mod svg;
+mod tflite_model;
 
 use std::path::Path;
 
@@ -61,6 +63,17 @@ pub fn output_files(plan: &RenderPlan) -> Result<Vec<OutputFile>> {
                 .into_bytes(),
         },
     ];
+    if let (true, Some(tflite)) = (plan.emit_tflite, &plan.tflite) {
+        files.push(OutputFile {
+            name: format!("{p}.tflite"),
+            contents: tflite_model::model_with_offline_plan(
+                &tflite.file,
+                tflite.subgraph_count,
+                &tflite.offsets,
+                &tflite.source,
+            )?,
+        });
+    }
     if plan.external_arenas {
         for payload in plan
             .regions

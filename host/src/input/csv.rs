@@ -167,6 +167,7 @@ fn parse_minimalloc_csv(path: &Path, text: &str) -> Result<Model> {
         outputs: Vec::new(),
         num_steps: Some(num_steps),
         rule: LifetimeRule::Sequential,
+        tflite: None,
     })
 }
 

@@ -22,6 +22,30 @@ pub struct TfliteGraph {
     pub work_limit: u64,
     /// What may still be copied out of the file (names, per operator run).
     pub copy_budget: CopyBudget,
+    /// The file's bytes, which a model with memplan's offline plan is written from.
+    pub file: Vec<u8>,
+}
+
+/// What later stages need to know of a `.tflite` model beyond its tensors: where each planned
+/// tensor sits in the file, and what TFLite Micro will add at run time. Analysis fills it in
+/// when it applies TFLite Micro's rule.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TfliteOrigin {
+    /// The file's bytes.
+    pub file: Vec<u8>,
+    /// Tensors of all subgraphs together: the length of an `OfflineMemoryAllocation` list.
+    pub tensor_count: usize,
+    /// Subgraphs of the model.
+    pub subgraph_count: u32,
+    /// By model tensor: its index among all subgraphs' tensors in subgraph order (the position
+    /// of its offset in an `OfflineMemoryAllocation` list), or `None` for a kernel's scratch
+    /// buffer, which TFLite Micro always places itself.
+    pub tflite_index: Vec<Option<u32>>,
+    /// Operators whose kernel requests scratch buffers memplan cannot size, each as
+    /// "operator 3 (SignalRfft): why".
+    pub unknown_scratch: Vec<String>,
+    /// The offsets of the model's own `OfflineMemoryAllocation` entry, when it has one.
+    pub embedded_offsets: Option<Vec<i32>>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

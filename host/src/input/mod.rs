@@ -23,6 +23,13 @@ pub use model::{LifetimeRule, Model, ModelAlias, Operator, Tensor};
 pub use rules::{Attributes, Rules};
 pub use target::{Target, TargetMemory};
 
+/// Whether `path` names a `.tflite` model (the extension decides, as for [`read_model`]).
+pub fn is_tflite_path(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|extension| extension.eq_ignore_ascii_case("tflite"))
+}
+
 /// Reads a model: `.json` (memplan model JSON), `.tflite`, `.csv` (MiniMalloc).
 pub fn read_model(path: &Path) -> Result<Model> {
     let extension = path

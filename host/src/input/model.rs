@@ -4,7 +4,7 @@
 //! Tensors refer to each other by index into [`Model::tensors`]. Every reader validates
 //! indices, so later stages may index without checks.
 
-use crate::input::graph::TfliteGraph;
+use crate::input::graph::{TfliteGraph, TfliteOrigin};
 use std::path::PathBuf;
 
 pub use memplan_plugin_api::{Lifetime, TensorKind};
@@ -48,6 +48,9 @@ pub struct Model {
     pub num_steps: Option<u32>,
     /// How lifetimes follow from the model; chosen by the format, applied by analysis.
     pub rule: LifetimeRule,
+    /// For a `.tflite` model once analysis applied TFLite Micro's rule: where its tensors sit
+    /// in the file and what TFLite Micro adds at run time.
+    pub tflite: Option<Box<TfliteOrigin>>,
 }
 
 /// The lifetime rule of a model (`analyze::lifetimes`).

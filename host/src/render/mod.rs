@@ -8,6 +8,7 @@
 mod blob;
 mod hash;
 mod names;
+pub mod tflite_offline;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -29,6 +30,8 @@ pub struct RenderOptions {
     pub external_arenas: bool,
     /// Name of the planner whose plan is rendered (recorded in the plan file).
     pub planner: String,
+    /// Also write the input `.tflite` model with memplan's offline plan (`--emit-tflite`).
+    pub emit_tflite: bool,
 }
 
 /// One arena of the plan as firmware sees it.
@@ -145,6 +148,11 @@ pub struct RenderPlan {
     pub tensor_layout_hash: String,
     /// Text of `{prefix}_plan.json` (format: `crate::plan_file`).
     pub plan_document: String,
+    /// For a `.tflite` model: the offline plan for TensorFlow Lite Micro and the arena head it
+    /// gives.
+    pub tflite: Option<tflite_offline::TfliteOfflinePlan>,
+    /// Write `{prefix}.tflite`, the model with that plan.
+    pub emit_tflite: bool,
 }
 
 impl RenderPlan {
@@ -274,6 +282,14 @@ pub fn render(
         }
     }
     check_symbols_are_unique(&regions)?;
+    let tflite = tflite_offline::offline_plan(analysis, checked)?;
+    if options.emit_tflite && tflite.is_none() {
+        return Err(Error::input(format!(
+            "--emit-tflite writes the input .tflite model with memplan's plan, but {} is not a \
+             .tflite model",
+            analysis.source.display()
+        )));
+    }
 
     Ok(RenderPlan {
         prefix: options.prefix.clone(),
@@ -288,6 +304,8 @@ pub fn render(
         )),
         regions,
         tensors,
+        tflite,
+        emit_tflite: options.emit_tflite,
     })
 }
 

@@ -117,6 +117,86 @@ struct SummaryDocument<'a> {
     out: String,
     files: &'a [String],
     timings_ms: serde_json::Map<String, serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tflite_micro: Option<TfliteMicroSummary<'a>>,
+}
+
+/// For a `.tflite` input: TensorFlow Lite Micro's arena head (bytes) with its own plan and with
+/// memplan's offline plan, as simulated (`analyze::tflm_greedy`).
+#[derive(Serialize)]
+struct TfliteMicroSummary<'a> {
+    /// TFLM's head with its own plan (no offline plan).
+    head_alone: Option<u64>,
+    /// TFLM's head with memplan's offsets.
+    head_with_plan: Option<u64>,
+    /// TFLM's head for the input model as given, when it carries an offline plan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    head_embedded: Option<u64>,
+    /// TFLM's head with the offsets the written model carries.
+    head_written: Option<u64>,
+    /// `memplan` or `tflite-micro`: whose plan the offsets written are.
+    offsets_written: &'static str,
+    /// Why memplan's offsets were not written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kept_tflite_micro_plan: Option<&'a str>,
+    /// Operators whose kernel scratch buffers memplan cannot size.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    unknown_kernel_scratch: &'a [String],
+    /// The model file written (`--emit-tflite`), if any.
+    model_written: Option<String>,
+}
+
+impl<'a> TfliteMicroSummary<'a> {
+    fn new(plan: &'a RenderPlan) -> Option<Self> {
+        let tflite = plan.tflite.as_ref()?;
+        Some(TfliteMicroSummary {
+            head_alone: tflite.head_alone,
+            head_with_plan: tflite.head_with_plan,
+            head_embedded: tflite.head_embedded,
+            head_written: tflite.head_written(),
+            offsets_written: if tflite.kept_tflm_plan.is_some() {
+                "tflite-micro"
+            } else {
+                "memplan"
+            },
+            kept_tflite_micro_plan: tflite.kept_tflm_plan.as_deref(),
+            unknown_kernel_scratch: &tflite.unknown_scratch,
+            model_written: plan.emit_tflite.then(|| format!("{}.tflite", plan.prefix)),
+        })
+    }
+}
+
+/// The text lines about TensorFlow Lite Micro's arena for a `.tflite` input.
+fn tflite_micro_text(plan: &RenderPlan) -> Vec<String> {
+    let Some(tflite) = plan.tflite.as_ref() else {
+        return Vec::new();
+    };
+    let bytes = |head: Option<u64>| match head {
+        Some(head) => format!("{head} bytes"),
+        None => "unknown".to_string(),
+    };
+    let mut lines = vec![format!(
+        "TFLite Micro arena head: {} with its own plan, {} with memplan's offline plan",
+        bytes(tflite.head_alone),
+        bytes(tflite.head_with_plan)
+    )];
+    if let Some(embedded) = tflite.head_embedded {
+        lines.push(format!(
+            "  the input model's own offline plan gives {embedded} bytes"
+        ));
+    }
+    let model = format!("{}.tflite", plan.prefix);
+    match (&tflite.kept_tflm_plan, plan.emit_tflite) {
+        (Some(reason), true) => lines.push(format!(
+            "  {model} keeps TFLite Micro's own plan (every offset -1): {reason}"
+        )),
+        (Some(reason), false) => lines.push(format!(
+            "  --emit-tflite would keep TFLite Micro's own plan: {reason}"
+        )),
+        (None, true) => lines.push(format!("  {model} carries memplan's offline plan")),
+        (None, false) => {}
+    }
+    lines
 }
 
 #[derive(Serialize)]
@@ -187,6 +267,7 @@ pub fn write_json(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
         out: report.out.display().to_string(),
         files: &report.files,
         timings_ms: timings,
+        tflite_micro: TfliteMicroSummary::new(plan),
     };
     serde_json::to_writer_pretty(&mut *out, &document)?;
     writeln!(out)
@@ -252,6 +333,9 @@ pub fn write_text(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
             )?;
         }
     }
+    for line in tflite_micro_text(plan) {
+        writeln!(out, "{line}")?;
+    }
     writeln!(
         out,
         "wrote {} files to {}",
@@ -284,6 +368,8 @@ mod tests {
             plan_hash: "e3b0c44298fc1c14".to_string(),
             tensor_layout_hash: "e3b0c44298fc1c14".to_string(),
             plan_document: String::new(),
+            tflite: None,
+            emit_tflite: false,
         }
     }
 

@@ -18,6 +18,7 @@
 
 pub mod tflite_micro;
 pub mod tflite_walk;
+pub mod tflm_kernels;
 
 use memplan_plugin_api::Lifetime;
 

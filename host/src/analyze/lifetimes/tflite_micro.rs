@@ -9,7 +9,9 @@
 //! - constant tensors (their buffer has bytes) are `Constant` with those bytes, their size the
 //!   byte count; a tensor whose buffer an earlier tensor already uses is a view of it
 //!   (`alias_of`, offset 0), so shared bytes are stored, and copied, once;
-//! - variable tensors are `Persistent` (TFLite Micro keeps them outside its planned arena);
+//! - variable tensors are `Persistent` (TFLite Micro keeps them outside its planned arena), and
+//!   so are the outputs of VAR_HANDLE: its kernel points them at persistent op data in Prepare,
+//!   before planning, so TFLite Micro never gives them arena space;
 //! - every other tensor the run touches is `Input`/`Output` (subgraph 0's graph inputs and
 //!   outputs) or `Intermediate`, with the walk's lifetime and its size rounded up to 16 bytes,
 //!   TFLite Micro's arena alignment (the rounding is what makes the figures comparable);
@@ -20,7 +22,15 @@
 //!   inline (with control flow an operator's step is not its position, so lifetimes are
 //!   explicit and `num_steps` is the last step + 1);
 //! - an `OfflineMemoryAllocation` entry's offsets become `fixed_offset` of the scratch
-//!   tensors it places.
+//!   tensors it places;
+//! - the scratch buffers reference kernels request in Prepare ([`super::tflm_kernels`]) follow
+//!   the tensors, as `Intermediate` tensors of their operator (id `op7.scratch0`, or
+//!   `2:op7.scratch0` in subgraph 2), live from the operator's step to the end of the
+//!   subgraphs it runs, rounded up to 16 bytes: TFLite Micro places them in the same arena, so
+//!   a plan must leave room for them. They come in TFLite Micro's request order (subgraph by
+//!   subgraph, operator by operator), after every tensor, as in TFLite Micro's list;
+//! - [`Model::tflite`] records where each kept tensor sits among all subgraphs' tensors, for the
+//!   offline plan written into the model.
 //!
 //! Every tensor asks for 16-byte alignment, as TFLite Micro's arena and the flatbuffer's
 //! constant buffers (`force_align: 16`) give it.
@@ -30,8 +40,9 @@ use std::collections::hash_map::{Entry, HashMap};
 use memplan_plugin_api::bounds::align_up;
 
 use super::tflite_walk::{self, Walk, WalkError};
+use super::tflm_kernels::{kernel_scratch, KernelScratch};
 use crate::error::{Error, Result};
-use crate::input::graph::{GraphStorage, GraphTensor, TfliteGraph};
+use crate::input::graph::{GraphStorage, GraphSubgraph, GraphTensor, TfliteGraph, TfliteOrigin};
 use crate::input::model::{
     Lifetime, LifetimeRule, Model, ModelAlias, Operator, Tensor, TensorKind, MAX_TENSOR_BYTES,
 };
@@ -66,7 +77,10 @@ pub fn resolve(model: Model) -> Result<Model> {
         kinds[tensor] = TensorKind::Input;
     }
 
+    let var_handles = var_handle_outputs(&subgraphs);
     let mut tensors: Vec<Tensor> = Vec::new();
+    // By model tensor: its position among all subgraphs' tensors.
+    let mut tflite_index: Vec<Option<u32>> = Vec::new();
     // Model index of each (subgraph, tensor) kept.
     let mut model_index: Vec<Vec<Option<u32>>> = Vec::with_capacity(subgraphs.len());
     // The first constant tensor of each buffer: later ones become views of it, so shared
@@ -105,6 +119,13 @@ pub fn resolve(model: Model) -> Result<Model> {
                     constant.lifetime = Some(whole_run);
                     constant
                 }
+                // VAR_HANDLE's outputs point at persistent op data, never at the arena.
+                GraphStorage::Arena if var_handles[subgraph][index] => {
+                    let size = planned_size(subgraph, index, tensor, &error)?;
+                    let mut handle = Tensor::new(id, TensorKind::Persistent, size);
+                    handle.lifetime = Some(whole_run);
+                    handle
+                }
                 GraphStorage::Variable => {
                     let size = planned_size(subgraph, index, tensor, &error)?;
                     let mut variable = Tensor::new(id, TensorKind::Persistent, size);
@@ -137,6 +158,7 @@ pub fn resolve(model: Model) -> Result<Model> {
             model_tensor.alignment = Some(TFLM_ALIGNMENT);
             indices[index] = Some(tensors.len() as u32);
             tensors.push(model_tensor);
+            tflite_index.push(Some((global_offset + index) as u32));
         }
         global_offset += record.tensors.len();
         model_index.push(indices);
@@ -171,6 +193,16 @@ pub fn resolve(model: Model) -> Result<Model> {
     }
     let inputs = kept_all(0, &mut flow0.inputs.iter().copied())?;
     let outputs = kept_all(0, &mut flow0.outputs.iter().copied())?;
+    let unknown_scratch = add_kernel_scratch(&subgraphs, &walk, &mut tensors);
+    tflite_index.resize(tensors.len(), None);
+    let origin = TfliteOrigin {
+        file: std::mem::take(&mut graph.file),
+        tensor_count: global_offset,
+        subgraph_count: subgraphs.len() as u32,
+        tflite_index,
+        unknown_scratch,
+        embedded_offsets: graph.offline_offsets.take(),
+    };
     Ok(Model {
         path,
         tensors,
@@ -179,7 +211,85 @@ pub fn resolve(model: Model) -> Result<Model> {
         outputs,
         num_steps: Some(walk.last_step + 1),
         rule: LifetimeRule::Sequential,
+        tflite: Some(Box::new(origin)),
     })
+}
+
+/// Per subgraph, per tensor: whether a VAR_HANDLE operator outputs it.
+fn var_handle_outputs(subgraphs: &[GraphSubgraph]) -> Vec<Vec<bool>> {
+    subgraphs
+        .iter()
+        .map(|subgraph| {
+            let mut marked = vec![false; subgraph.tensors.len()];
+            let operators = subgraph.flow.operators.iter();
+            for (operator, name) in operators.zip(&subgraph.operator_names) {
+                if name == "VAR_HANDLE" {
+                    for &tensor in &operator.outputs {
+                        marked[tensor] = true;
+                    }
+                }
+            }
+            marked
+        })
+        .collect()
+}
+
+/// Appends the scratch buffers the reference kernels request ([`super::tflm_kernels`]) as
+/// tensors of their operators, in TFLite Micro's request order; returns the operators whose
+/// requests memplan cannot size.
+fn add_kernel_scratch(
+    subgraphs: &[GraphSubgraph],
+    walk: &Walk,
+    tensors: &mut Vec<Tensor>,
+) -> Vec<String> {
+    let mut unknown = Vec::new();
+    for (subgraph, record) in subgraphs.iter().enumerate() {
+        let operators = record.flow.operators.iter().zip(&record.operator_names);
+        for (position, (operator, name)) in operators.enumerate() {
+            // An operator the run never reaches gets no lifetime in TFLite Micro either.
+            let Some(span) = walk.operator_spans[subgraph][position] else {
+                continue;
+            };
+            let inputs: Vec<Option<&GraphTensor>> = operator
+                .inputs
+                .iter()
+                .map(|tensor| tensor.map(|tensor| &record.tensors[tensor]))
+                .collect();
+            let outputs: Vec<&GraphTensor> = operator
+                .outputs
+                .iter()
+                .map(|&tensor| &record.tensors[tensor])
+                .collect();
+            let operator_id = if subgraph == 0 {
+                format!("op{position}")
+            } else {
+                format!("{subgraph}:op{position}")
+            };
+            let sizes = match kernel_scratch(name, &inputs, &outputs) {
+                KernelScratch::Buffers(sizes) => sizes,
+                KernelScratch::Unknown(why) => {
+                    unknown.push(format!("operator {operator_id} ({name}): {why}"));
+                    continue;
+                }
+            };
+            for (request, bytes) in sizes.into_iter().enumerate() {
+                // A request of 0 bytes takes no arena space in TFLite Micro either.
+                if bytes == 0 || bytes > MAX_TENSOR_BYTES {
+                    continue;
+                }
+                let mut scratch = Tensor::new(
+                    format!("{operator_id}.scratch{request}"),
+                    TensorKind::Intermediate,
+                    align_up(bytes, TFLM_ALIGNMENT),
+                );
+                scratch.name = format!("{name} scratch {request} ({operator_id})");
+                scratch.lifetime = Some(span);
+                scratch.alignment = Some(TFLM_ALIGNMENT);
+                tensors.push(scratch);
+            }
+        }
+    }
+    unknown
 }
 
 fn walk(graph: &TfliteGraph, error: &dyn Fn(String) -> Error) -> Result<Walk> {

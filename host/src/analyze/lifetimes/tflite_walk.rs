@@ -30,6 +30,11 @@ pub struct Walk {
     pub last_step: u32,
     /// Operators in the order they ran, as (subgraph, operator index).
     pub order: Vec<(usize, usize)>,
+    /// Per subgraph, per operator: the steps it runs over, from its own step to the last
+    /// step of the subgraphs it invokes (TFLite Micro's lifetime for the kernel's scratch
+    /// buffers); from its first run to its last when it runs more than once; `None` when the
+    /// run never reaches it.
+    pub operator_spans: Vec<Vec<Option<Lifetime>>>,
     /// Per subgraph: whether the run reaches it (subgraph 0 always does).
     pub reached: Vec<bool>,
 }
@@ -68,6 +73,7 @@ struct Walker<'g> {
     on_stack: Vec<bool>,
     reached: Vec<bool>,
     order: Vec<(usize, usize)>,
+    operator_spans: Vec<Vec<Option<Lifetime>>>,
 }
 
 /// Walks `subgraphs` from subgraph 0 (which must exist), taking at most
@@ -85,6 +91,10 @@ pub fn walk(subgraphs: &[&SubgraphFlow], max_work: u64) -> Result<Walk, WalkErro
         on_stack: vec![false; subgraphs.len()],
         reached: vec![false; subgraphs.len()],
         order: Vec::new(),
+        operator_spans: subgraphs
+            .iter()
+            .map(|subgraph| vec![None; subgraph.operators.len()])
+            .collect(),
     };
     walker.walk_subgraph(0, 0)?;
     let lifetimes = walker
@@ -96,6 +106,7 @@ pub fn walk(subgraphs: &[&SubgraphFlow], max_work: u64) -> Result<Walk, WalkErro
         lifetimes,
         last_step: walker.step,
         order: walker.order,
+        operator_spans: walker.operator_spans,
         reached: walker.reached,
     })
 }
@@ -155,10 +166,14 @@ impl Walker<'_> {
             for &tensor in &operator.outputs {
                 self.created(index, tensor);
             }
+            let start = self.step;
             for &callee in &operator.invokes {
                 self.advance()?;
                 self.walk_subgraph(callee, depth + 1)?;
             }
+            let span = &mut self.operator_spans[index][position];
+            let first = span.map_or(start, |span| span.first);
+            *span = Some(Lifetime::new(first, self.step));
             for &tensor in operator.inputs.iter().flatten() {
                 self.used(index, tensor);
             }

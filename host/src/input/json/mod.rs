@@ -282,5 +282,6 @@ fn build_model(path: &Path, doc: ModelDoc<'_>) -> Result<Model> {
         outputs,
         num_steps: None,
         rule: LifetimeRule::Sequential,
+        tflite: None,
     })
 }

@@ -160,6 +160,7 @@ impl<'a> Reader<'a> {
             offline_offsets,
             work_limit: self.work_limit(),
             copy_budget: self.budget.get(),
+            file: self.bytes.to_vec(),
         };
         Ok(Model {
             path: PathBuf::from(self.path),
