@@ -107,23 +107,23 @@ fn first_fit_reproduces_tflm_greedy_figures() {
 }
 
 #[test]
-fn scratch_is_no_larger_than_tflm_graph_only_on_every_model() {
-    let Some(corpus) = require_corpus("scratch_is_no_larger_than_tflm_graph_only") else {
+fn scratch_is_no_larger_than_tflm_head_on_every_model() {
+    let Some(corpus) = require_corpus("scratch_is_no_larger_than_tflm_head") else {
         return;
     };
-    let graph_only = memplan_tests::TFLM_GRAPH_ONLY;
-    let paths: Vec<String> = graph_only
+    let tflm_head = memplan_tests::TFLM_HEAD;
+    let paths: Vec<String> = tflm_head
         .iter()
         .map(|(file, _)| corpus.join("models").join(file).display().to_string())
         .collect();
     let mut args: Vec<&str> = paths.iter().map(String::as_str).collect();
     args.extend_from_slice(&["--planner", "greedy-bestfit"]);
     let rows = bench_json(&args);
-    for (row, (file, figure)) in rows.iter().zip(graph_only) {
+    for (row, (file, figure)) in rows.iter().zip(tflm_head) {
         let height = number(row, "height");
         assert!(
             height <= figure,
-            "{file}: scratch {height} > graph_only {figure}"
+            "{file}: scratch {height} > TFLM's head {figure}"
         );
     }
 }

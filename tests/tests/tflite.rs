@@ -67,11 +67,11 @@ fn scratch_arena(model: &Path, extra: &[&str]) -> (u64, u64) {
 }
 
 #[test]
-fn first_fit_gives_tflm_graph_only_and_the_planners_never_do_worse() {
-    let Some(corpus) = require_corpus("first_fit_gives_tflm_graph_only") else {
+fn first_fit_gives_tflm_head_and_the_planners_never_do_worse() {
+    let Some(corpus) = require_corpus("first_fit_gives_tflm_head") else {
         return;
     };
-    for (file, graph_only) in memplan_tests::TFLM_GRAPH_ONLY {
+    for (file, tflm_head) in memplan_tests::TFLM_HEAD {
         let model = corpus.join("models").join(file);
         let first_fit = scratch_arena(
             &model,
@@ -82,14 +82,11 @@ fn first_fit_gives_tflm_graph_only_and_the_planners_never_do_worse() {
                 r#"{"fit":"first"}"#,
             ],
         );
-        assert_eq!(
-            first_fit.0, graph_only,
-            "{file}: fit=first vs TFLM graph_only"
-        );
+        assert_eq!(first_fit.0, tflm_head, "{file}: fit=first vs TFLM's head");
         let (best_fit, lower_bound) = scratch_arena(&model, &["--planner", "greedy-bestfit"]);
         assert!(
-            best_fit <= graph_only,
-            "{file}: best fit {best_fit} > {graph_only}"
+            best_fit <= tflm_head,
+            "{file}: best fit {best_fit} > {tflm_head}"
         );
         let (exact, _) = scratch_arena(&model, &["--planner", "exact"]);
         assert!(
@@ -105,4 +102,98 @@ fn first_fit_gives_tflm_graph_only_and_the_planners_never_do_worse() {
             "{file}: the default planner above the lower bound"
         );
     }
+}
+
+/// `memplan plan MODEL --emit-tflite --out OUT`: the path of the written model.
+fn emit_tflite(model: &Path, label: &str) -> std::path::PathBuf {
+    let out = temp_dir(label).join("out");
+    let output = run_memplan([
+        Path::new("plan"),
+        model,
+        Path::new("--emit-tflite"),
+        Path::new("--out"),
+        &out,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let written = out.join("model.tflite");
+    assert!(written.is_file(), "{}", describe(&output));
+    written
+}
+
+/// Little-endian int32 words of `bytes`.
+fn words(bytes: &[u8]) -> Vec<i32> {
+    bytes
+        .chunks_exact(4)
+        .map(|word| i32::from_le_bytes([word[0], word[1], word[2], word[3]]))
+        .collect()
+}
+
+#[test]
+fn check_without_a_plan_file_checks_the_models_own_offline_plan() {
+    let Some(corpus) = require_corpus("check_without_a_plan_file") else {
+        return;
+    };
+    let model = corpus.join("models/vww_96_int8.tflite");
+    // The model as shipped carries no plan: bad input, saying what to do.
+    let output = run_memplan([Path::new("check"), &model]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("carries no offline plan"),
+        "{}",
+        describe(&output)
+    );
+
+    // memplan's own plan: ok, with the head it implies.
+    let written = emit_tflite(&model, "check-embedded");
+    let output = run_memplan([
+        Path::new("check"),
+        &written,
+        Path::new("--format"),
+        Path::new("json"),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["tflite_micro"]["head"], 55296, "{report}");
+    assert_eq!(report["tflite_micro"]["head_alone"], 73728, "{report}");
+
+    // The same plan broken three ways: every planned tensor moved to offset 0 (so tensors
+    // live together share bytes), the input (tensor 0) to 8 (misaligned), and a constant
+    // tensor given an offset (TFLite Micro ignores it). Every one is reported, exit 3.
+    let mut bytes = std::fs::read(&written).unwrap();
+    let all = words(&bytes);
+    // The plan's words: version 1, one subgraph, the tensor count, then the offsets.
+    let header = all
+        .windows(3)
+        .position(|w| w[0] == 1 && w[1] == 1 && w[2] > 60 && w[2] < 200)
+        .expect("the offline plan's header");
+    let tensors = all[header + 2] as usize;
+    let offsets = all[header + 3..header + 3 + tensors].to_vec();
+    let constant = offsets
+        .iter()
+        .position(|&offset| offset == -1)
+        .expect("a tensor left to TFLite Micro");
+    let mut set = |tensor: usize, value: i32| {
+        let at = (header + 3 + tensor) * 4;
+        bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
+    };
+    for (tensor, &offset) in offsets.iter().enumerate() {
+        if offset >= 0 {
+            set(tensor, 0);
+        }
+    }
+    set(0, 8);
+    set(constant, 0);
+    let broken = temp_dir("check-embedded-broken").join("broken.tflite");
+    std::fs::write(&broken, &bytes).unwrap();
+    let output = run_memplan([Path::new("check"), &broken]);
+    assert_eq!(output.status.code(), Some(3), "{}", describe(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("[misaligned] tensor 0"), "{stdout}");
+    assert!(stdout.contains("[overlap] tensor"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("[ignored] tensor {constant}")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("does not plan"), "{stdout}");
 }

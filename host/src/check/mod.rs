@@ -13,9 +13,13 @@
 //!   fixed offsets, aliases;
 //! - `overlap`: per arena, a sweep over time with the live slots ordered by offset, so each
 //!   new slot is compared with its two neighbours only; and the arena lower bounds.
+//!
+//! `embedded_tflite` checks the offline plan a `.tflite` model carries, for `memplan check
+//! MODEL.tflite` without a plan file.
 
 mod allocations;
 mod arenas;
+pub mod embedded_tflite;
 mod overlap;
 mod violation;
 

@@ -139,8 +139,10 @@ pub struct PlannersArgs {
 pub struct CheckArgs {
     /// The model the plan is for.
     pub input: PathBuf,
-    /// The plan file (`{prefix}_plan.json` written by `memplan plan`).
-    pub plan: PathBuf,
+    /// The plan file (`{prefix}_plan.json` written by `memplan plan`). Without it, a `.tflite`
+    /// model's own offline plan (`OfflineMemoryAllocation`) is checked against TensorFlow Lite
+    /// Micro's lifetimes.
+    pub plan: Option<PathBuf>,
     #[command(flatten)]
     pub target: TargetArgs,
     #[arg(long, value_enum, default_value = "text")]

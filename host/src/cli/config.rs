@@ -78,7 +78,8 @@ pub struct PlannersConfig {
 #[derive(Debug)]
 pub struct CheckConfig {
     pub input: PathBuf,
-    pub plan: PathBuf,
+    /// `None`: check the offline plan the `.tflite` model carries.
+    pub plan: Option<PathBuf>,
     pub target: TargetConfig,
     pub format: Format,
 }

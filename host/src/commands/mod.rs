@@ -15,11 +15,21 @@ use crate::input;
 /// The read and analyze stages, shared by `plan`, `check` and `bench`: the target files, then
 /// the model.
 pub(crate) fn read_and_analyze(model: &Path, target: &TargetConfig) -> Result<Analysis> {
+    read_edit_and_analyze(model, target, |_| {})
+}
+
+/// [`read_and_analyze`], with `edit` applied to the model as read, before analysis.
+pub(crate) fn read_edit_and_analyze(
+    model: &Path,
+    target: &TargetConfig,
+    edit: impl FnOnce(&mut input::Model),
+) -> Result<Analysis> {
     let setup = input::TargetSetup::load(
         target.target.as_deref(),
         target.constraints.clone(),
         target.rules.as_deref(),
     )?;
-    let model = input::read_model(model)?;
+    let mut model = input::read_model(model)?;
+    edit(&mut model);
     analyze::analyze(model, &setup.target, &setup.constraints, &setup.rules)
 }

@@ -24,6 +24,26 @@ pub struct TfliteGraph {
     pub copy_budget: CopyBudget,
     /// The file's bytes, which a model with memplan's offline plan is written from.
     pub file: Vec<u8>,
+    /// The offline plan is what `memplan check` checks, not placements to keep: analysis
+    /// leaves the offsets out of the tensors (they stay in [`TfliteOrigin::embedded_offsets`]).
+    pub offline_plan_under_check: bool,
+}
+
+/// What TensorFlow Lite Micro does with a tensor of the model (`facts/tflm-offline-plan.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TflmRole {
+    /// Planned in the arena's head: an offline offset places it.
+    Planned,
+    /// Its bytes are in the model.
+    Constant,
+    /// `is_variable`: kept in the persistent tail unless given an offset.
+    Variable,
+    /// An output of VAR_HANDLE, pointed at persistent op data before planning.
+    ResourceHandle,
+    /// Size 0.
+    Empty,
+    /// Never used by the run (or in a subgraph the run never reaches).
+    Unused,
 }
 
 /// What later stages need to know of a `.tflite` model beyond its tensors: where each planned
@@ -46,6 +66,8 @@ pub struct TfliteOrigin {
     pub unknown_scratch: Vec<String>,
     /// The offsets of the model's own `OfflineMemoryAllocation` entry, when it has one.
     pub embedded_offsets: Option<Vec<i32>>,
+    /// By tensor of every subgraph, in subgraph order: what TFLite Micro does with it.
+    pub roles: Vec<TflmRole>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -6,7 +6,74 @@ use std::path::Path;
 use serde_json::json;
 
 use crate::analyze::Analysis;
+use crate::check::embedded_tflite::EmbeddedPlanReport;
 use crate::check::{self, CheckedPlan, Violations};
+
+fn bytes(head: Option<u64>) -> String {
+    head.map_or("unknown".to_string(), |head| format!("{head} bytes"))
+}
+
+/// The text verdict on the offline plan a `.tflite` model carries: every violation, or the
+/// TFLite Micro arena head the plan implies.
+pub fn embedded_text_report(model: &Path, report: &EmbeddedPlanReport) -> String {
+    let model = model.display();
+    let mut text = if report.violations.is_empty() {
+        format!(
+            "{model}: ok: the offline plan (OfflineMemoryAllocation, {} tensors placed) fits \
+             TensorFlow Lite Micro's lifetimes\n  TFLite Micro arena head with the plan: {} \
+             (with its own plan: {})\n",
+            report.offline_tensors,
+            bytes(report.head),
+            bytes(report.head_alone)
+        )
+    } else {
+        let count = report.violations.len();
+        let mut text = format!(
+            "{model}: rejected: the offline plan (OfflineMemoryAllocation) breaks {count} \
+             rule{}:\n",
+            if count == 1 { "" } else { "s" }
+        );
+        for violation in &report.violations {
+            text.push_str(&format!(
+                "  - [{}] tensor {}: {}\n",
+                violation.kind, violation.tensor, violation.message
+            ));
+        }
+        text
+    };
+    for unknown in &report.unknown_scratch {
+        text.push_str(&format!("  the head is unknown: {unknown}\n"));
+    }
+    text
+}
+
+/// The JSON verdict on the offline plan a `.tflite` model carries.
+pub fn embedded_json_report(model: &Path, report: &EmbeddedPlanReport) -> String {
+    let violations: Vec<serde_json::Value> = report
+        .violations
+        .iter()
+        .map(|violation| {
+            json!({
+                "kind": violation.kind,
+                "tensor": violation.tensor,
+                "message": violation.message,
+            })
+        })
+        .collect();
+    let document = json!({
+        "model": model.display().to_string(),
+        "plan": "OfflineMemoryAllocation",
+        "ok": report.violations.is_empty(),
+        "offline_tensors": report.offline_tensors,
+        "violations": violations,
+        "tflite_micro": {
+            "head": report.head,
+            "head_alone": report.head_alone,
+            "unknown_kernel_scratch": report.unknown_scratch,
+        },
+    });
+    format!("{document:#}\n")
+}
 
 pub fn text_report(
     plan_path: &Path,

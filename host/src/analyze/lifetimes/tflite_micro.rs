@@ -42,7 +42,9 @@ use memplan_plugin_api::bounds::align_up;
 use super::tflite_walk::{self, Walk, WalkError};
 use super::tflm_kernels::{kernel_scratch, KernelScratch};
 use crate::error::{Error, Result};
-use crate::input::graph::{GraphStorage, GraphSubgraph, GraphTensor, TfliteGraph, TfliteOrigin};
+use crate::input::graph::{
+    GraphStorage, GraphSubgraph, GraphTensor, TfliteGraph, TfliteOrigin, TflmRole,
+};
 use crate::input::model::{
     Lifetime, LifetimeRule, Model, ModelAlias, Operator, Tensor, TensorKind, MAX_TENSOR_BYTES,
 };
@@ -81,6 +83,13 @@ pub fn resolve(model: Model) -> Result<Model> {
     let mut tensors: Vec<Tensor> = Vec::new();
     // By model tensor: its position among all subgraphs' tensors.
     let mut tflite_index: Vec<Option<u32>> = Vec::new();
+    // By tensor of every subgraph: what TFLite Micro does with it.
+    let mut roles: Vec<TflmRole> = Vec::new();
+    let fixed_offsets = if graph.offline_plan_under_check {
+        None
+    } else {
+        graph.offline_offsets.as_ref()
+    };
     // Model index of each (subgraph, tensor) kept.
     let mut model_index: Vec<Vec<Option<u32>>> = Vec::with_capacity(subgraphs.len());
     // The first constant tensor of each buffer: later ones become views of it, so shared
@@ -91,6 +100,7 @@ pub fn resolve(model: Model) -> Result<Model> {
         let mut indices = vec![None; record.tensors.len()];
         for (index, tensor) in record.tensors.iter().enumerate() {
             if !walk.reached[subgraph] {
+                roles.push(TflmRole::Unused);
                 continue;
             }
             let id = tensor_id(subgraph, index);
@@ -135,6 +145,7 @@ pub fn resolve(model: Model) -> Result<Model> {
                 GraphStorage::Arena => {
                     // Never touched by the run: TFLite Micro does not plan it.
                     let Some(lifetime) = walk.lifetimes[subgraph][index] else {
+                        roles.push(TflmRole::Unused);
                         continue;
                     };
                     let kind = if subgraph == 0 {
@@ -145,14 +156,19 @@ pub fn resolve(model: Model) -> Result<Model> {
                     let size = planned_size(subgraph, index, tensor, &error)?;
                     let mut scratch = Tensor::new(id, kind, size);
                     scratch.lifetime = Some(lifetime);
-                    scratch.fixed_offset = graph
-                        .offline_offsets
-                        .as_ref()
+                    scratch.fixed_offset = fixed_offsets
                         .map(|offsets| offsets[global_offset + index])
                         .and_then(|offset| u64::try_from(offset).ok());
                     scratch
                 }
             };
+            roles.push(match tensor.storage {
+                GraphStorage::Constant { .. } => TflmRole::Constant,
+                GraphStorage::Variable => TflmRole::Variable,
+                GraphStorage::Arena if var_handles[subgraph][index] => TflmRole::ResourceHandle,
+                GraphStorage::Arena if model_tensor.size == 0 => TflmRole::Empty,
+                GraphStorage::Arena => TflmRole::Planned,
+            });
             model_tensor.name = tensor.name.clone();
             model_tensor.element_size = tensor.element_size.unwrap_or(1);
             model_tensor.alignment = Some(TFLM_ALIGNMENT);
@@ -202,6 +218,7 @@ pub fn resolve(model: Model) -> Result<Model> {
         tflite_index,
         unknown_scratch,
         embedded_offsets: graph.offline_offsets.take(),
+        roles,
     };
     Ok(Model {
         path,

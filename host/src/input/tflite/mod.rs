@@ -161,6 +161,7 @@ impl<'a> Reader<'a> {
             work_limit: self.work_limit(),
             copy_budget: self.budget.get(),
             file: self.bytes.to_vec(),
+            offline_plan_under_check: false,
         };
         Ok(Model {
             path: PathBuf::from(self.path),

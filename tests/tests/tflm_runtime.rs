@@ -1,0 +1,184 @@
+//! memplan's offline plans run on TensorFlow Lite Micro itself: the PyPI `tflite-micro`
+//! runtime (reference kernels, pinned in `tests/tflm/requirements.txt`) runs every model of the
+//! shared corpus as given and as `memplan plan --emit-tflite` writes it, several invocations on
+//! one interpreter with seeded inputs (stateful models keep their state), and the outputs must
+//! be bit-identical, TFLM's arena head with memplan's plan no larger than without, and both
+//! heads exactly what memplan's summary predicted.
+//!
+//! The Python to run is `MEMPLAN_TFLM_PYTHON` (a venv with the requirements installed; `.ci/run`
+//! creates one under `target/`). Without it the test skips, except under `CI=true`, where it
+//! fails: CI always runs it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use memplan_tests::{describe, require_corpus, run_memplan, temp_dir, workspace_root};
+
+/// The Python with `tflite-micro`, or `None` (skipped) outside CI.
+fn tflm_python(test: &str) -> Option<PathBuf> {
+    match std::env::var_os("MEMPLAN_TFLM_PYTHON") {
+        Some(python) => Some(PathBuf::from(python)),
+        None => {
+            assert!(
+                std::env::var_os("CI").is_none_or(|ci| ci != "true"),
+                "{test}: CI=true but MEMPLAN_TFLM_PYTHON is not set; .ci/run sets it"
+            );
+            eprintln!("{test}: MEMPLAN_TFLM_PYTHON is not set; skipping (see README.md)");
+            None
+        }
+    }
+}
+
+/// What TFLM reports for one model: its arena head and a digest of every output of every
+/// invocation.
+#[derive(Debug, PartialEq, Eq)]
+struct TflmRun {
+    head: u64,
+    outputs_sha256: String,
+}
+
+fn run_tflm(python: &Path, model: &Path) -> TflmRun {
+    let script = workspace_root().join("tests/tflm/run_tflm.py");
+    let output = Command::new(python)
+        .arg(&script)
+        .arg(model)
+        .args(["--invocations", "4", "--seed", "7"])
+        .output()
+        .expect("run the TFLM harness");
+    assert!(
+        output.status.success(),
+        "TFLM on {}:\n{}",
+        model.display(),
+        describe(&output)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|error| panic!("{error}:\n{}", describe(&output)));
+    assert_eq!(report["invocations"], 4);
+    TflmRun {
+        head: report["head"].as_u64().expect("head"),
+        outputs_sha256: report["outputs_sha256"]
+            .as_str()
+            .expect("digest")
+            .to_string(),
+    }
+}
+
+/// `memplan plan MODEL --emit-tflite --format json` with `extra`; the summary and the written
+/// model.
+fn plan_with_tflite(model: &Path, label: &str, extra: &[&str]) -> (serde_json::Value, PathBuf) {
+    let out = temp_dir(label).join("out");
+    let mut args = vec![
+        "plan".to_string(),
+        model.display().to_string(),
+        "--emit-tflite".to_string(),
+        "--format".to_string(),
+        "json".to_string(),
+        "--out".to_string(),
+        out.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|arg| arg.to_string()));
+    let output = run_memplan(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        summary["tflite_micro"]["model_written"], "model.tflite",
+        "{summary}"
+    );
+    (summary, out.join("model.tflite"))
+}
+
+fn corpus_models(corpus: &Path) -> Vec<PathBuf> {
+    let mut models: Vec<PathBuf> = std::fs::read_dir(corpus.join("models"))
+        .expect("corpus models")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "tflite"))
+        .collect();
+    models.sort();
+    assert!(models.len() >= 8, "the corpus has its eight models");
+    models
+}
+
+#[test]
+fn every_corpus_model_runs_identically_on_tflm_with_memplans_plan_and_no_larger() {
+    let test = "every_corpus_model_runs_identically_on_tflm_with_memplans_plan_and_no_larger";
+    let (Some(corpus), Some(python)) = (require_corpus(test), tflm_python(test)) else {
+        return;
+    };
+    let mut table = Vec::new();
+    for model in corpus_models(&corpus) {
+        let name = model.file_name().unwrap().to_string_lossy().into_owned();
+        let (summary, written) = plan_with_tflite(&model, "tflm-e2e", &[]);
+        let predicted = &summary["tflite_micro"];
+        let original = run_tflm(&python, &model);
+        let with_plan = run_tflm(&python, &written);
+        assert_eq!(
+            with_plan.outputs_sha256, original.outputs_sha256,
+            "{name}: outputs differ with memplan's plan"
+        );
+        assert!(
+            with_plan.head <= original.head,
+            "{name}: TFLM's head grew from {} to {} with memplan's plan",
+            original.head,
+            with_plan.head
+        );
+        // memplan's simulation of TFLM's planner is exact, alone and around the plan.
+        assert_eq!(
+            predicted["head_alone"], original.head,
+            "{name}: {predicted}"
+        );
+        assert_eq!(
+            predicted["head_written"], with_plan.head,
+            "{name}: {predicted}"
+        );
+        table.push(format!("{name}: {} -> {}", original.head, with_plan.head));
+        if name == "vww_96_int8.tflite" {
+            assert_eq!(original.head, 73728);
+            assert_eq!(
+                with_plan.head, 55296,
+                "vww_96_int8 with memplan's exact plan"
+            );
+        }
+    }
+    eprintln!(
+        "TFLM heads, alone -> with memplan's plan:\n{}",
+        table.join("\n")
+    );
+}
+
+#[test]
+fn a_plan_that_would_grow_tflms_head_is_not_written_and_best_of_selection_writes_too() {
+    let test = "a_plan_that_would_grow_tflms_head_is_not_written_and_best_of_selection_writes_too";
+    let (Some(corpus), Some(python)) = (require_corpus(test), tflm_python(test)) else {
+        return;
+    };
+    // `linear` gives every tensor its own bytes: far above TFLM's own plan, so the model keeps
+    // TFLM's plan (every offset -1) and says why.
+    let model = corpus.join("models/keyword_scrambled.tflite");
+    let (summary, written) = plan_with_tflite(&model, "tflm-linear", &["--planner", "linear"]);
+    let predicted = &summary["tflite_micro"];
+    assert_eq!(predicted["offsets_written"], "tflite-micro", "{predicted}");
+    assert!(
+        predicted["kept_tflite_micro_plan"]
+            .as_str()
+            .is_some_and(|reason| reason.contains("more than the 672")),
+        "{predicted}"
+    );
+    let original = run_tflm(&python, &model);
+    let kept = run_tflm(&python, &written);
+    assert_eq!(kept, original);
+
+    // Best-of selection (`--planner a,b`) writes the kept plan.
+    let model = corpus.join("models/vww_96_int8.tflite");
+    let (summary, written) = plan_with_tflite(
+        &model,
+        "tflm-best-of",
+        &["--planner", "greedy-bestfit,exact"],
+    );
+    assert_eq!(summary["planner"], "exact", "{summary}");
+    let with_plan = run_tflm(&python, &written);
+    assert_eq!(with_plan.head, 55296);
+    assert_eq!(
+        with_plan.outputs_sha256,
+        run_tflm(&python, &model).outputs_sha256
+    );
+}
