@@ -513,10 +513,11 @@ impl<'a> Reader<'a> {
             }
         }
         let version = words.first().copied();
-        if version != Some(1) {
-            // TFLite Micro ignores the word; a tool that writes another may mean another layout.
+        if !matches!(version, Some(0 | 1)) {
+            // TFLite Micro ignores the word; Arm Vela writes 0, memplan 1; a tool that writes
+            // another may mean another layout.
             tracing::warn!(
-                "{}: metadata OfflineMemoryAllocation has version {} (expected 1); TFLite Micro \
+                "{}: metadata OfflineMemoryAllocation has version {} (expected 0 or 1); TFLite Micro \
                  ignores it, so memplan reads the offsets as TFLite Micro would",
                 self.path.display(),
                 version.map_or("none".to_string(), |word| word.to_string()),
