@@ -182,3 +182,49 @@ fn a_plan_that_would_grow_tflms_head_is_not_written_and_best_of_selection_writes
         run_tflm(&python, &model).outputs_sha256
     );
 }
+
+#[test]
+fn a_streaming_model_keeps_its_state_and_first_fit_gives_tflms_head() {
+    let test = "a_streaming_model_keeps_its_state_and_first_fit_gives_tflms_head";
+    let Some(python) = tflm_python(test) else {
+        return;
+    };
+    // CALL_ONCE, VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE: the shape of TFLM's streaming
+    // keyword models, written by the runtime's own schema (tests/tflm/make_streaming_model.py).
+    let model = temp_dir("tflm-streaming").join("streaming.tflite");
+    let output = Command::new(&python)
+        .arg(workspace_root().join("tests/tflm/make_streaming_model.py"))
+        .arg(&model)
+        .output()
+        .expect("run the model generator");
+    assert!(output.status.success(), "{}", describe(&output));
+    let original = run_tflm(&python, &model);
+
+    // VAR_HANDLE outputs take no arena space in TFLM: first fit gives its head exactly.
+    let (summary, written) = plan_with_tflite(
+        &model,
+        "tflm-streaming-first-fit",
+        &[
+            "--planner",
+            "greedy-bestfit",
+            "--planner-options",
+            r#"{"fit":"first"}"#,
+        ],
+    );
+    let scratch: Vec<&serde_json::Value> = summary["arenas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|arena| arena["role"] == "scratch")
+        .collect();
+    assert_eq!(scratch.len(), 1, "{summary}");
+    assert_eq!(scratch[0]["size"], original.head, "{summary}");
+    assert_eq!(run_tflm(&python, &written), original);
+
+    // The default planner's plan keeps the state across invocations: identical outputs.
+    let (summary, written) = plan_with_tflite(&model, "tflm-streaming", &[]);
+    let with_plan = run_tflm(&python, &written);
+    assert_eq!(with_plan.outputs_sha256, original.outputs_sha256);
+    assert!(with_plan.head <= original.head);
+    assert_eq!(summary["tflite_micro"]["head_written"], with_plan.head);
+}
