@@ -26,6 +26,7 @@ pub mod commands;
 pub mod emit;
 pub mod error;
 pub mod input;
+pub mod json_layout;
 pub mod plan_file;
 pub mod registry;
 pub mod render;

@@ -136,7 +136,12 @@ pub fn to_document(analysis: &Analysis, checked: &CheckedPlan, planner: &str) ->
             let binding = allocation.binding;
             AllocationEntry {
                 tensor: TensorId::Text(analysis.request.tensors[index].id.to_string()),
-                name: analysis.names.get(index).cloned(),
+                // Informational, and only where it says more than the id.
+                name: analysis
+                    .names
+                    .get(index)
+                    .filter(|name| **name != analysis.request.tensors[index].id.as_str())
+                    .cloned(),
                 role: binding.role,
                 memory: memory_name(binding.memory),
                 source_memory: source_name(binding.memory, binding.source_memory),
@@ -158,10 +163,9 @@ pub fn to_document(analysis: &Analysis, checked: &CheckedPlan, planner: &str) ->
 
 /// The document as the pretty-printed JSON text of a plan file (with a final newline).
 pub fn to_json(document: &PlanDocument) -> String {
-    let mut text = serde_json::to_string_pretty(document)
-        .expect("a plan document always serializes: it has only strings and integers");
-    text.push('\n');
-    text
+    // One arena and one allocation per line (see `json_layout`).
+    crate::json_layout::to_string(document, 2)
+        .expect("a plan document always serializes: it has only strings and integers")
 }
 
 /// Reads the plan file at `path` and resolves it against `analysis`.
@@ -407,8 +411,8 @@ mod tests {
         let checked = check_resolved_plan(&analysis, read.plan.clone(), read.resolution).unwrap();
         let document = to_document(&analysis, &checked, "hand");
         let text = to_json(&document);
-        assert!(text.contains("\"lower_bound\": 32"), "{text}");
-        assert!(text.contains("\"name\": \"weights\""), "{text}");
+        assert!(text.contains("\"lower_bound\":32"), "{text}");
+        assert!(text.contains("\"name\":\"weights\""), "{text}");
         let again = resolve(parse_document(Path::new("p"), &text).unwrap(), &analysis);
         assert_eq!(again.plan, read.plan);
         assert_eq!(again.planner, "hand");

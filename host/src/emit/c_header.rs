@@ -106,11 +106,18 @@ pub fn tensors_h(plan: &RenderPlan) -> Result<String, fmt::Error> {
         } else {
             format!(" (name `{}`)", comment_text(&tensor.name))
         };
+        // The id is said only where the enum name does not already say it (ids that are not
+        // C identifiers are spelled differently there), which keeps a million-tensor header
+        // small.
+        let id = if tensor.c_name.strip_prefix(&format!("{p}_tensor_")) == Some(&tensor.id) {
+            String::new()
+        } else {
+            format!("id `{}`, ", comment_text(&tensor.id))
+        };
         writeln!(
             out,
-            "    {} = {index}, /* id `{}`{name}, {} */",
+            "    {} = {index}, /* {id}{}{name} */",
             tensor.c_name,
-            comment_text(&tensor.id),
             tensor.kind.as_str()
         )?;
     }

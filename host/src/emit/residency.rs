@@ -7,7 +7,10 @@ use serde::Serialize;
 use crate::render::{Region, RenderPlan};
 
 /// Version of this document's layout; bump it when a field changes meaning or goes away.
-const SCHEMA_VERSION: u32 = 1;
+/// 2: tensor records leave out what their region says (role, memory, source memory) and give
+/// `name` only where it differs from `id`, so that a million tensors stay a few hundred bytes
+/// less each.
+const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Serialize)]
 struct Residency<'a> {
@@ -57,12 +60,11 @@ struct ArenaRecord<'a> {
 #[derive(Serialize)]
 struct TensorRecord<'a> {
     id: &'a str,
-    name: &'a str,
+    /// Only where it differs from `id`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
     c_name: &'a str,
     kind: &'static str,
-    role: &'static str,
-    memory: &'a str,
-    source_memory: &'a str,
     /// `null` for empty tensors, which take no space.
     region_id: Option<usize>,
     offset: u64,
@@ -126,12 +128,9 @@ pub fn residency_json(plan: &RenderPlan) -> serde_json::Result<String> {
             .iter()
             .map(|tensor| TensorRecord {
                 id: &tensor.id,
-                name: &tensor.name,
+                name: (tensor.name != tensor.id).then_some(tensor.name.as_str()),
                 c_name: &tensor.c_name,
                 kind: tensor.kind.as_str(),
-                role: tensor.role.as_str(),
-                memory: &tensor.memory,
-                source_memory: &tensor.source_memory,
                 region_id: tensor.region,
                 offset: tensor.offset,
                 size: tensor.size,
@@ -145,7 +144,6 @@ pub fn residency_json(plan: &RenderPlan) -> serde_json::Result<String> {
             })
             .collect(),
     };
-    let mut text = serde_json::to_string_pretty(&document)?;
-    text.push('\n');
-    Ok(text)
+    // One tensor per line (see `json_layout`).
+    crate::json_layout::to_string(&document, 2)
 }
