@@ -88,31 +88,30 @@ fn parse_minimalloc_csv(path: &Path, text: &str) -> Result<Model> {
         }
     }
 
-    let mut tensors: Vec<Tensor> = Vec::new();
-    // Keys borrow from `text`: a million owned ids freed at the end of reading would leave
-    // the allocator a backlog of small free chunks that slows the planner's first large
-    // allocations (glibc sorts at most 10,000 of them per allocation).
-    let mut line_of_id: HashMap<&str, usize> = HashMap::new();
+    // One tensor per line: counting the lines first spares the vector its regrowth.
+    let mut tensors: Vec<Tensor> =
+        Vec::with_capacity(text.bytes().filter(|&byte| byte == b'\n').count() + 1);
+    let mut seen = SeenIds::with_capacity(tensors.capacity());
     let mut num_steps: u32 = 0;
+    let header_names: Vec<&str> = header.split(',').map(str::trim).collect();
     for (line_number, line) in lines {
         let at = |what: String| Error::input(format!("{file}:{line_number}: {what}"));
-        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-        if fields.len() != columns.len() {
+        let field_count = line.bytes().filter(|&byte| byte == b',').count() + 1;
+        if field_count != columns.len() {
             return Err(at(format!(
-                "{} fields, but the header has {} columns",
-                fields.len(),
+                "{field_count} fields, but the header has {} columns",
                 columns.len()
             )));
         }
+        let fields = line.split(',').map(str::trim);
         let mut id = "";
         let (mut lower, mut upper, mut size) = (0u64, 0u64, 0u64);
         let (mut alignment, mut offset) = (None, None);
-        for ((&column, &field), name) in columns.iter().zip(&fields).zip(header.split(',')) {
+        for ((&column, field), name) in columns.iter().zip(fields).zip(&header_names) {
             let number = || {
                 field.parse::<u64>().map_err(|_| {
                     at(format!(
-                        "column `{}`: `{field}` is not a non-negative integer",
-                        name.trim()
+                        "column `{name}`: `{field}` is not a non-negative integer"
                     ))
                 })
             };
@@ -147,7 +146,7 @@ fn parse_minimalloc_csv(path: &Path, text: &str) -> Result<Model> {
         if let Some(problem) = alignment.and_then(alignment_problem) {
             return Err(at(format!("buffer '{id}': {problem}")));
         }
-        if let Some(first) = line_of_id.insert(id, line_number) {
+        if let Some(first) = seen.insert(id, line_number) {
             return Err(at(format!(
                 "duplicate buffer id '{id}' (first on line {first}); ids must be unique"
             )));
@@ -171,9 +170,75 @@ fn parse_minimalloc_csv(path: &Path, text: &str) -> Result<Model> {
     })
 }
 
+/// The line of each buffer id read so far, to refuse duplicates. MiniMalloc traces number
+/// their buffers 0, 1, 2, ...: such ids are looked up in a table indexed by the number
+/// (hashing a million strings was half the reading time); other ids go to a hash map. Keys
+/// borrow from the text: a million owned ids freed at the end of reading would leave the
+/// allocator a backlog of small free chunks that slows the planner's first large allocations.
+struct SeenIds<'a> {
+    /// Line of numeric id `n` at `n` (0: not seen), for ids below `numeric_limit`.
+    numeric: Vec<u32>,
+    numeric_limit: usize,
+    other: HashMap<&'a str, usize>,
+}
+
+impl<'a> SeenIds<'a> {
+    /// Room for numeric ids below four times the expected count.
+    fn with_capacity(count: usize) -> Self {
+        let numeric_limit = count.saturating_mul(4).min(1 << 26);
+        SeenIds {
+            numeric: Vec::with_capacity(numeric_limit),
+            numeric_limit,
+            other: HashMap::new(),
+        }
+    }
+
+    /// Records `id` on `line`; the line it was first seen on when it is a duplicate.
+    fn insert(&mut self, id: &'a str, line: usize) -> Option<usize> {
+        // Canonical decimal only ("7", not "07" or "+7"), so that equal numbers are equal ids.
+        let canonical = !id.is_empty()
+            && id.bytes().all(|byte| byte.is_ascii_digit())
+            && (id.len() == 1 || !id.starts_with('0'));
+        let number = canonical.then(|| id.parse::<usize>().ok()).flatten();
+        match (number, u32::try_from(line)) {
+            (Some(number), Ok(line)) if number < self.numeric_limit => {
+                if number >= self.numeric.len() {
+                    self.numeric.resize(number + 1, 0);
+                }
+                match std::mem::replace(&mut self.numeric[number], line) {
+                    0 => None,
+                    first => {
+                        self.numeric[number] = first;
+                        Some(first as usize)
+                    }
+                }
+            }
+            _ => self.other.insert(id, line).inspect(|&first| {
+                self.other.insert(id, first);
+            }),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn duplicate_ids_are_found_numeric_or_not_and_07_is_not_7() {
+        let mut seen = SeenIds::with_capacity(4);
+        assert_eq!(seen.insert("3", 2), None);
+        assert_eq!(seen.insert("07", 3), None);
+        assert_eq!(seen.insert("7", 4), None);
+        assert_eq!(seen.insert("conv", 5), None);
+        // Past the numeric table (4 x 4 ids): the hash map.
+        assert_eq!(seen.insert("99", 6), None);
+        assert_eq!(seen.insert("3", 7), Some(2));
+        assert_eq!(seen.insert("07", 8), Some(3));
+        assert_eq!(seen.insert("conv", 9), Some(5));
+        assert_eq!(seen.insert("99", 10), Some(6));
+        assert_eq!(seen.insert("7", 11), Some(4));
+    }
 
     fn parse(text: &str) -> Result<Model> {
         parse_minimalloc_csv(Path::new("b.csv"), text)
