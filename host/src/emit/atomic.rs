@@ -80,14 +80,16 @@ fn sync_directory(path: &Path) -> io::Result<()> {
 
 /// Replaces directory `out` by one holding exactly `files`.
 pub fn publish(files: &[OutputFile], out: &Path) -> Result<()> {
-    publish_with(files, out, &mut write_synced)
+    publish_with(files, out, &write_synced)
 }
 
-/// [`publish`] with the file writer given, so that tests can make a write fail midway.
+/// [`publish`] with the file writer given, so that tests can make a write fail midway. Files
+/// are written side by side, two at a time (a million tensors make a few hundred megabytes,
+/// and each file is flushed to disk); the first failure, in file order, is reported.
 pub fn publish_with(
     files: &[OutputFile],
     out: &Path,
-    write: &mut dyn FnMut(&Path, &[u8]) -> io::Result<()>,
+    write: &(dyn Fn(&Path, &[u8]) -> io::Result<()> + Sync),
 ) -> Result<()> {
     let name = directory_name(out)?;
     check_replaceable(out)?;
@@ -105,10 +107,7 @@ pub fn publish_with(
     let written = fs::create_dir(&staging)
         .map_err(|error| write_error(&staging, error))
         .and_then(|()| {
-            for file in files {
-                let path = staging.join(&file.name);
-                write(&path, &file.contents).map_err(|error| write_error(&path, error))?;
-            }
+            write_all(files, &staging, write)?;
             sync_directory(&staging).map_err(|error| write_error(&staging, error))
         });
     if let Err(error) = written {
@@ -122,6 +121,43 @@ pub fn publish_with(
     // The new directory is in place; a failed flush of the parent only weakens durability.
     let _ = sync_directory(&parent);
     Ok(())
+}
+
+/// Writes `files` into `directory`, the largest first, by two threads taking the next file
+/// in turn; the first error in file order.
+fn write_all(
+    files: &[OutputFile],
+    directory: &Path,
+    write: &(dyn Fn(&Path, &[u8]) -> io::Result<()> + Sync),
+) -> Result<()> {
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by_key(|&index| std::cmp::Reverse(files[index].contents.len()));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<(usize, Result<()>)> = std::thread::scope(|scope| {
+        let work = || {
+            let mut done = Vec::new();
+            loop {
+                let taken = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&index) = order.get(taken) else {
+                    return done;
+                };
+                let path = directory.join(&files[index].name);
+                let result =
+                    write(&path, &files[index].contents).map_err(|error| write_error(&path, error));
+                done.push((index, result));
+            }
+        };
+        let helper = scope.spawn(work);
+        let mut results = work();
+        match helper.join() {
+            Ok(theirs) => results.extend(theirs),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+        results
+    });
+    let mut results = results;
+    results.sort_by_key(|(index, _)| *index);
+    results.into_iter().map(|(_, result)| result).collect()
 }
 
 /// Renames `staging` to `out`, moving an existing `out` aside first and deleting it after.
@@ -296,15 +332,14 @@ mod tests {
         fs::write(out.join("old_layout.svg"), b"<svg/>").unwrap();
         let before = snapshot(&out);
 
-        let mut count = 0;
-        let mut failing = |path: &Path, contents: &[u8]| {
-            count += 1;
-            if count == 3 {
+        let count = std::sync::atomic::AtomicUsize::new(0);
+        let failing = |path: &Path, contents: &[u8]| {
+            if count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 2 {
                 return Err(io::Error::other("disk full (injected)"));
             }
             write_synced(path, contents)
         };
-        let error = publish_with(&files(), &out, &mut failing).unwrap_err();
+        let error = publish_with(&files(), &out, &failing).unwrap_err();
         assert!(error.message.contains("disk full (injected)"), "{error}");
         assert_eq!(snapshot(&out), before);
         assert_eq!(

@@ -24,31 +24,46 @@ use crate::render::RenderPlan;
 
 pub use atomic::{check_destination, OutputFile};
 
-/// Every file of the output directory, formatted, sorted by name.
+/// Every file of the output directory, formatted, sorted by name. The large files are
+/// formatted side by side (a million tensors take a few hundred milliseconds each).
 pub fn output_files(plan: &RenderPlan) -> Result<Vec<OutputFile>> {
     let p = &plan.prefix;
+    let (residency, tensors_c, tensors_h, layout, constants) = std::thread::scope(|scope| {
+        let residency = scope.spawn(|| residency::residency_json(plan));
+        let tensors_c = scope.spawn(|| c_sources::tensors_c(plan));
+        let tensors_h = c_header::tensors_h(plan);
+        let layout = svg::layout_svg(plan);
+        let constants = c_sources::constants_c(plan);
+        (
+            joined(residency),
+            joined(tensors_c),
+            tensors_h,
+            layout,
+            constants,
+        )
+    });
     let mut files = vec![
         OutputFile {
             name: format!("{p}_tensors.h"),
-            contents: c_header::tensors_h(plan)
+            contents: tensors_h
                 .map_err(format_error("the C header"))?
                 .into_bytes(),
         },
         OutputFile {
             name: format!("{p}_tensors.c"),
-            contents: c_sources::tensors_c(plan)
+            contents: tensors_c
                 .map_err(format_error("the tensor tables"))?
                 .into_bytes(),
         },
         OutputFile {
             name: format!("{p}_constants.c"),
-            contents: c_sources::constants_c(plan)
+            contents: constants
                 .map_err(format_error("the constant blobs"))?
                 .into_bytes(),
         },
         OutputFile {
             name: format!("{p}_residency.json"),
-            contents: residency::residency_json(plan)
+            contents: residency
                 .map_err(format_error("the residency report"))?
                 .into_bytes(),
         },
@@ -58,7 +73,7 @@ pub fn output_files(plan: &RenderPlan) -> Result<Vec<OutputFile>> {
         },
         OutputFile {
             name: format!("{p}_layout.svg"),
-            contents: svg::layout_svg(plan)
+            contents: layout
                 .map_err(format_error("the layout picture"))?
                 .into_bytes(),
         },
@@ -88,6 +103,14 @@ pub fn output_files(plan: &RenderPlan) -> Result<Vec<OutputFile>> {
     }
     files.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(files)
+}
+
+/// The result of a formatting thread; a panic in it goes on in the caller's thread.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    match handle.join() {
+        Ok(value) => value,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
 }
 
 /// Turns a formatting failure (a bug: formatting into memory cannot fail) into an error.

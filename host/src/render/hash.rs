@@ -9,8 +9,6 @@
 //! - `tensor_layout_hash`: one record `id|role|MEM|offset|size` per bound tensor, numeric ids
 //!   in numeric order first, then the other ids lexicographically.
 
-use std::cmp::Ordering;
-
 use sha2::{Digest, Sha256};
 
 use super::{Region, RenderedTensor};
@@ -26,7 +24,12 @@ where
         hasher.update(record.as_ref().as_bytes());
         hasher.update(b";");
     }
-    hasher.finalize()[..8]
+    hex16(&hasher.finalize())
+}
+
+/// The first 16 hex digits of a digest.
+fn hex16(digest: &[u8]) -> String {
+    digest[..8]
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect()
@@ -49,39 +52,46 @@ pub fn plan_hash(regions: &[Region]) -> String {
 
 /// Hash of where every tensor is bound.
 pub fn tensor_layout_hash(tensors: &[RenderedTensor]) -> String {
-    let mut ordered: Vec<&RenderedTensor> = tensors.iter().collect();
-    ordered.sort_by(|a, b| layout_order(&a.id, &b.id));
-    short_sha256(ordered.iter().map(|tensor| {
-        format!(
-            "{}|{}|{}|{}|{}",
+    use std::fmt::Write as _;
+    // Sort keys computed once per tensor rather than per comparison.
+    let mut ordered: Vec<((bool, usize, &str, &str), usize)> = tensors
+        .iter()
+        .enumerate()
+        .map(|(index, tensor)| (layout_key(&tensor.id), index))
+        .collect();
+    ordered.sort_unstable();
+    let mut hasher = Sha256::new();
+    let mut record = String::with_capacity(64);
+    for &(_, index) in &ordered {
+        let tensor = &tensors[index];
+        record.clear();
+        let _ = write!(
+            record,
+            "{}|{}|{}|{}|{};",
             tensor.id,
             tensor.role.as_str(),
             tensor.memory,
             tensor.offset,
             tensor.size
-        )
-    }))
+        );
+        hasher.update(record.as_bytes());
+    }
+    hex16(&hasher.finalize())
 }
 
 fn is_numeric(id: &str) -> bool {
     !id.is_empty() && id.bytes().all(|byte| byte.is_ascii_digit())
 }
 
-/// Numeric ids (decimal digits only) first, by value of any length, ties (leading zeros) by
-/// text; then every other id by its bytes.
-fn layout_order(a: &str, b: &str) -> Ordering {
-    match (is_numeric(a), is_numeric(b)) {
-        (true, true) => {
-            let (a_digits, b_digits) = (a.trim_start_matches('0'), b.trim_start_matches('0'));
-            a_digits
-                .len()
-                .cmp(&b_digits.len())
-                .then_with(|| a_digits.cmp(b_digits))
-                .then_with(|| a.cmp(b))
-        }
-        (true, false) => Ordering::Less,
-        (false, true) => Ordering::Greater,
-        (false, false) => a.cmp(b),
+/// The sort key of an id in the tensor layout hash: numeric ids (decimal digits only) first,
+/// by value of any length (significant digits' count, then the digits), ties (leading zeros)
+/// by text; then every other id by its bytes.
+fn layout_key(id: &str) -> (bool, usize, &str, &str) {
+    if is_numeric(id) {
+        let digits = id.trim_start_matches('0');
+        (false, digits.len(), digits, id)
+    } else {
+        (true, 0, "", id)
     }
 }
 
@@ -115,8 +125,8 @@ mod tests {
             c_name: String::new(),
             kind: TensorKind::Intermediate,
             role: ArenaRole::Scratch,
-            memory: "SRAM".to_string(),
-            source_memory: "SRAM".to_string(),
+            memory: "SRAM".into(),
+            source_memory: "SRAM".into(),
             region: Some(0),
             offset,
             size: 16,
@@ -165,9 +175,9 @@ mod tests {
     }
 
     #[test]
-    fn layout_order_compares_numbers_by_value() {
+    fn layout_key_orders_numbers_by_value() {
         let mut ids = vec!["x", "10", "9", "007", "7", "1a", "100000000000000000000000"];
-        ids.sort_by(|a, b| layout_order(a, b));
+        ids.sort_by_key(|id| layout_key(id));
         assert_eq!(
             ids,
             ["007", "7", "9", "10", "100000000000000000000000", "1a", "x"]

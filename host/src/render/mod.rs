@@ -11,6 +11,7 @@ mod names;
 pub mod tflite_offline;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use memplan_plugin_api::{Allocation, ArenaRole, Lifetime, MemoryRequest, PlanRequest, TensorKind};
 
@@ -121,8 +122,8 @@ pub struct RenderedTensor {
     pub c_name: String,
     pub kind: TensorKind,
     pub role: ArenaRole,
-    pub memory: String,
-    pub source_memory: String,
+    pub memory: Arc<str>,
+    pub source_memory: Arc<str>,
     /// Region holding its bytes; `None` for empty tensors, which take no space.
     pub region: Option<usize>,
     pub offset: u64,
@@ -180,7 +181,6 @@ pub fn render(
     options: &RenderOptions,
 ) -> Result<RenderPlan> {
     check_options(options)?;
-    let request = &analysis.request;
     let plan = &checked.plan;
     if checked.lower_bounds.len() != plan.arenas.len() {
         return Err(Error::internal(format!(
@@ -189,6 +189,32 @@ pub fn render(
             checked.lower_bounds.len()
         )));
     }
+    // The plan file's text depends on the checked plan alone: written beside the rest (a
+    // million allocations take a few hundred milliseconds).
+    std::thread::scope(|scope| {
+        let plan_document = scope.spawn(|| {
+            plan_file::to_json(&plan_file::to_document(analysis, checked, &options.planner))
+        });
+        let rendered = render_tables(analysis, checked, options)?;
+        let plan_document = match plan_document.join() {
+            Ok(document) => document,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        Ok(RenderPlan {
+            plan_document,
+            ..rendered
+        })
+    })
+}
+
+/// Everything of the render plan but the plan file's text.
+fn render_tables(
+    analysis: &Analysis,
+    checked: &CheckedPlan,
+    options: &RenderOptions,
+) -> Result<RenderPlan> {
+    let request = &analysis.request;
+    let plan = &checked.plan;
     let memory_name = |index: u32| memory_of(request, index).map(|memory| memory.name.as_str());
 
     let mut regions = build_regions(analysis, checked, &options.prefix)?;
@@ -221,6 +247,11 @@ pub fn render(
         .map(|tensor| tensor.id.as_str())
         .collect();
     let suffixes = names::tensor_suffixes(&ids);
+    let memory_names: Vec<Arc<str>> = request
+        .memories
+        .iter()
+        .map(|memory| Arc::from(memory.name.as_str()))
+        .collect();
     let mut tensors = Vec::with_capacity(request.tensors.len());
     for (index, (tensor, suffix)) in request.tensors.iter().zip(&suffixes).enumerate() {
         let allocation = allocation_of[index].ok_or_else(|| {
@@ -253,8 +284,18 @@ pub fn render(
             c_name: format!("{}_tensor_{suffix}", options.prefix),
             kind: tensor.kind,
             role: binding.role,
-            memory: memory.to_string(),
-            source_memory: memory_name(binding.source_memory)?.to_string(),
+            // Shared: a million tensors in one memory need not spell its name a million times.
+            memory: Arc::clone(&memory_names[binding.memory as usize]),
+            source_memory: Arc::clone(
+                memory_names
+                    .get(binding.source_memory as usize)
+                    .ok_or_else(|| {
+                        Error::internal(format!(
+                            "the plan names unknown memory #{}",
+                            binding.source_memory
+                        ))
+                    })?,
+            ),
             region,
             offset: allocation.offset,
             size: allocation.size,
@@ -274,9 +315,15 @@ pub fn render(
         }
     }
     for region in &mut regions {
-        region
+        // Keys gathered once: sorting by looking each tensor up would miss the cache at every
+        // comparison of a million-tensor arena.
+        let mut keyed: Vec<(u64, usize)> = region
             .tensors
-            .sort_by_key(|&index| (tensors[index].offset, index));
+            .iter()
+            .map(|&index| (tensors[index].offset, index))
+            .collect();
+        keyed.sort_unstable();
+        region.tensors = keyed.into_iter().map(|(_, index)| index).collect();
         if region.role == ArenaRole::Constant {
             region.payload = Some(pack_payload(region, &tensors, analysis)?);
         }
@@ -297,11 +344,7 @@ pub fn render(
         num_steps: request.num_steps,
         plan_hash: hash::plan_hash(&regions),
         tensor_layout_hash: hash::tensor_layout_hash(&tensors),
-        plan_document: plan_file::to_json(&plan_file::to_document(
-            analysis,
-            checked,
-            &options.planner,
-        )),
+        plan_document: String::new(),
         regions,
         tensors,
         tflite,
