@@ -157,7 +157,7 @@ fn write_all(
     });
     let mut results = results;
     results.sort_by_key(|(index, _)| *index);
-    results.into_iter().map(|(_, result)| result).collect()
+    results.into_iter().try_for_each(|(_, result)| result)
 }
 
 /// Renames `staging` to `out`, moving an existing `out` aside first and deleting it after.

@@ -54,7 +54,7 @@ pub fn plan_hash(regions: &[Region]) -> String {
 pub fn tensor_layout_hash(tensors: &[RenderedTensor]) -> String {
     use std::fmt::Write as _;
     // Sort keys computed once per tensor rather than per comparison.
-    let mut ordered: Vec<((bool, usize, &str, &str), usize)> = tensors
+    let mut ordered: Vec<(LayoutKey, usize)> = tensors
         .iter()
         .enumerate()
         .map(|(index, tensor)| (layout_key(&tensor.id), index))
@@ -83,10 +83,13 @@ fn is_numeric(id: &str) -> bool {
     !id.is_empty() && id.bytes().all(|byte| byte.is_ascii_digit())
 }
 
+/// Non-numeric, significant digits' count, significant digits, text.
+type LayoutKey<'a> = (bool, usize, &'a str, &'a str);
+
 /// The sort key of an id in the tensor layout hash: numeric ids (decimal digits only) first,
 /// by value of any length (significant digits' count, then the digits), ties (leading zeros)
 /// by text; then every other id by its bytes.
-fn layout_key(id: &str) -> (bool, usize, &str, &str) {
+fn layout_key(id: &str) -> LayoutKey<'_> {
     if is_numeric(id) {
         let digits = id.trim_start_matches('0');
         (false, digits.len(), digits, id)
