@@ -9,6 +9,7 @@
 //! Because the whole directory is replaced, memplan refuses to replace one that holds
 //! anything it did not write (a mistaken `--out src` must not delete sources).
 
+use std::borrow::Cow;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -20,6 +21,23 @@ use crate::error::{Error, Result};
 pub struct OutputFile {
     pub name: String,
     pub contents: Vec<u8>,
+}
+
+/// A file of the output directory, formatted only when it is written, so that a large plan's
+/// files are never all in memory at once.
+pub struct PendingFile<'a> {
+    pub name: String,
+    pub contents: Box<dyn Fn() -> Result<Cow<'a, [u8]>> + Send + Sync + 'a>,
+}
+
+impl<'a> PendingFile<'a> {
+    /// A file whose bytes are already there.
+    pub fn ready(file: &'a OutputFile) -> Self {
+        PendingFile {
+            name: file.name.clone(),
+            contents: Box::new(move || Ok(Cow::Borrowed(&file.contents))),
+        }
+    }
 }
 
 /// Endings of every file name memplan writes into an output directory.
@@ -79,15 +97,28 @@ fn sync_directory(path: &Path) -> io::Result<()> {
 }
 
 /// Replaces directory `out` by one holding exactly `files`.
+#[cfg(test)]
 pub fn publish(files: &[OutputFile], out: &Path) -> Result<()> {
     publish_with(files, out, &write_synced)
 }
 
-/// [`publish`] with the file writer given, so that tests can make a write fail midway. Files
-/// are written side by side, two at a time (a million tensors make a few hundred megabytes,
-/// and each file is flushed to disk); the first failure, in file order, is reported.
+/// [`publish`] with the file writer given, so that tests can make a write fail midway.
+#[cfg(test)]
 pub fn publish_with(
     files: &[OutputFile],
+    out: &Path,
+    write: &(dyn Fn(&Path, &[u8]) -> io::Result<()> + Sync),
+) -> Result<()> {
+    let pending: Vec<PendingFile> = files.iter().map(PendingFile::ready).collect();
+    publish_pending(&pending, out, write)
+}
+
+/// Replaces directory `out` by one holding exactly `files`, each formatted as it is written.
+/// Files are formatted and written side by side, two at a time, in list order (list the large
+/// ones first: a million tensors make a few hundred megabytes, and each file is flushed to
+/// disk); the first failure, in list order, is reported.
+pub fn publish_pending(
+    files: &[PendingFile],
     out: &Path,
     write: &(dyn Fn(&Path, &[u8]) -> io::Result<()> + Sync),
 ) -> Result<()> {
@@ -123,27 +154,26 @@ pub fn publish_with(
     Ok(())
 }
 
-/// Writes `files` into `directory`, the largest first, by two threads taking the next file
-/// in turn; the first error in file order.
+/// Formats and writes `files` into `directory`, two threads taking the next file in turn;
+/// the first error in list order.
 fn write_all(
-    files: &[OutputFile],
+    files: &[PendingFile],
     directory: &Path,
     write: &(dyn Fn(&Path, &[u8]) -> io::Result<()> + Sync),
 ) -> Result<()> {
-    let mut order: Vec<usize> = (0..files.len()).collect();
-    order.sort_by_key(|&index| std::cmp::Reverse(files[index].contents.len()));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<(usize, Result<()>)> = std::thread::scope(|scope| {
         let work = || {
             let mut done = Vec::new();
             loop {
-                let taken = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(&index) = order.get(taken) else {
+                let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(file) = files.get(index) else {
                     return done;
                 };
-                let path = directory.join(&files[index].name);
-                let result =
-                    write(&path, &files[index].contents).map_err(|error| write_error(&path, error));
+                let path = directory.join(&file.name);
+                let result = (file.contents)().and_then(|contents| {
+                    write(&path, &contents).map_err(|error| write_error(&path, error))
+                });
                 done.push((index, result));
             }
         };

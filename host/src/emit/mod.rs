@@ -17,76 +17,64 @@ mod residency;
 mod svg;
 mod tflite_model;
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::render::RenderPlan;
 
-pub use atomic::{check_destination, OutputFile};
+pub use atomic::{check_destination, OutputFile, PendingFile};
 
-/// Every file of the output directory, formatted, sorted by name. The large files are
-/// formatted side by side (a million tensors take a few hundred milliseconds each).
-pub fn output_files(plan: &RenderPlan) -> Result<Vec<OutputFile>> {
+/// Every file of the output directory, to be formatted as it is written: the largest first
+/// (see [`atomic::publish_pending`]).
+pub fn pending_files(plan: &RenderPlan) -> Vec<PendingFile<'_>> {
     let p = &plan.prefix;
-    let (residency, tensors_c, tensors_h, layout, constants) = std::thread::scope(|scope| {
-        let residency = scope.spawn(|| residency::residency_json(plan));
-        let tensors_c = scope.spawn(|| c_sources::tensors_c(plan));
-        let tensors_h = c_header::tensors_h(plan);
-        let layout = svg::layout_svg(plan);
-        let constants = c_sources::constants_c(plan);
-        (
-            joined(residency),
-            joined(tensors_c),
-            tensors_h,
-            layout,
-            constants,
-        )
-    });
+    let text = |text: std::result::Result<String, std::fmt::Error>, what: &'static str| {
+        text.map(|text| Cow::Owned(text.into_bytes()))
+            .map_err(format_error(what))
+    };
     let mut files = vec![
-        OutputFile {
-            name: format!("{p}_tensors.h"),
-            contents: tensors_h
-                .map_err(format_error("the C header"))?
-                .into_bytes(),
-        },
-        OutputFile {
-            name: format!("{p}_tensors.c"),
-            contents: tensors_c
-                .map_err(format_error("the tensor tables"))?
-                .into_bytes(),
-        },
-        OutputFile {
-            name: format!("{p}_constants.c"),
-            contents: constants
-                .map_err(format_error("the constant blobs"))?
-                .into_bytes(),
-        },
-        OutputFile {
+        PendingFile {
             name: format!("{p}_residency.json"),
-            contents: residency
-                .map_err(format_error("the residency report"))?
-                .into_bytes(),
+            contents: Box::new(move || {
+                residency::residency_json(plan)
+                    .map(|text| Cow::Owned(text.into_bytes()))
+                    .map_err(format_error("the residency report"))
+            }),
         },
-        OutputFile {
+        PendingFile {
+            name: format!("{p}_tensors.c"),
+            contents: Box::new(move || text(c_sources::tensors_c(plan), "the tensor tables")),
+        },
+        PendingFile {
             name: format!("{p}_plan.json"),
-            contents: plan.plan_document.clone().into_bytes(),
+            contents: Box::new(move || Ok(Cow::Borrowed(plan.plan_document.as_bytes()))),
         },
-        OutputFile {
+        PendingFile {
+            name: format!("{p}_tensors.h"),
+            contents: Box::new(move || text(c_header::tensors_h(plan), "the C header")),
+        },
+        PendingFile {
             name: format!("{p}_layout.svg"),
-            contents: layout
-                .map_err(format_error("the layout picture"))?
-                .into_bytes(),
+            contents: Box::new(move || text(svg::layout_svg(plan), "the layout picture")),
+        },
+        PendingFile {
+            name: format!("{p}_constants.c"),
+            contents: Box::new(move || text(c_sources::constants_c(plan), "the constant blobs")),
         },
     ];
     if let (true, Some(tflite)) = (plan.emit_tflite, &plan.tflite) {
-        files.push(OutputFile {
+        files.push(PendingFile {
             name: format!("{p}.tflite"),
-            contents: tflite_model::model_with_offline_plan(
-                &tflite.file,
-                tflite.subgraph_count,
-                &tflite.offsets,
-                &tflite.source,
-            )?,
+            contents: Box::new(move || {
+                tflite_model::model_with_offline_plan(
+                    &tflite.file,
+                    tflite.subgraph_count,
+                    &tflite.offsets,
+                    &tflite.source,
+                )
+                .map(Cow::Owned)
+            }),
         });
     }
     if plan.external_arenas {
@@ -95,22 +83,28 @@ pub fn output_files(plan: &RenderPlan) -> Result<Vec<OutputFile>> {
             .iter()
             .filter_map(|region| region.payload.as_ref())
         {
-            files.push(OutputFile {
+            files.push(PendingFile {
                 name: payload.sidecar.clone(),
-                contents: payload.bytes.clone(),
+                contents: Box::new(move || Ok(Cow::Borrowed(&payload.bytes[..]))),
             });
         }
     }
-    files.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(files)
+    files
 }
 
-/// The result of a formatting thread; a panic in it goes on in the caller's thread.
-fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
-    match handle.join() {
-        Ok(value) => value,
-        Err(panic) => std::panic::resume_unwind(panic),
-    }
+/// Every file of the output directory, formatted, sorted by name.
+pub fn output_files(plan: &RenderPlan) -> Result<Vec<OutputFile>> {
+    let mut files = pending_files(plan)
+        .into_iter()
+        .map(|file| {
+            Ok(OutputFile {
+                contents: (file.contents)()?.into_owned(),
+                name: file.name,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(files)
 }
 
 /// Turns a formatting failure (a bug: formatting into memory cannot fail) into an error.
@@ -121,7 +115,9 @@ fn format_error<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> Error
 /// Writes the rendered plan into directory `out`, replacing it atomically; returns the
 /// names of the files written. On failure `out` is left exactly as it was.
 pub fn emit(plan: &RenderPlan, out: &Path) -> Result<Vec<String>> {
-    let files = output_files(plan)?;
-    atomic::publish(&files, out)?;
-    Ok(files.into_iter().map(|file| file.name).collect())
+    let files = pending_files(plan);
+    atomic::publish_pending(&files, out, &atomic::write_synced)?;
+    let mut names: Vec<String> = files.into_iter().map(|file| file.name).collect();
+    names.sort();
+    Ok(names)
 }
