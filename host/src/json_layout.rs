@@ -110,6 +110,20 @@ impl Formatter for ShallowPretty {
     }
 }
 
+/// Writes `value` as JSON text laid out by [`ShallowPretty`], newline-terminated.
+pub fn to_writer<T: Serialize + ?Sized>(
+    writer: &mut dyn std::io::Write,
+    value: &T,
+    pretty_depth: usize,
+) -> std::io::Result<()> {
+    let mut serializer =
+        serde_json::Serializer::with_formatter(&mut *writer, ShallowPretty::new(pretty_depth));
+    value
+        .serialize(&mut serializer)
+        .map_err(std::io::Error::from)?;
+    writer.write_all(b"\n")
+}
+
 /// `value` as JSON text laid out by [`ShallowPretty`], newline-terminated.
 pub fn to_string<T: Serialize + ?Sized>(
     value: &T,

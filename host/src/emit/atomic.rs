@@ -9,7 +9,6 @@
 //! Because the whole directory is replaced, memplan refuses to replace one that holds
 //! anything it did not write (a mistaken `--out src` must not delete sources).
 
-use std::borrow::Cow;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -23,11 +22,14 @@ pub struct OutputFile {
     pub contents: Vec<u8>,
 }
 
-/// A file of the output directory, formatted only when it is written, so that a large plan's
-/// files are never all in memory at once.
+/// Writes a file's contents into the writer given.
+pub type WriteContents<'a> = dyn Fn(&mut dyn io::Write) -> io::Result<()> + Send + Sync + 'a;
+
+/// A file of the output directory, formatted straight into the file as it is written, so that
+/// a large plan's files are never held in memory.
 pub struct PendingFile<'a> {
     pub name: String,
-    pub contents: Box<dyn Fn() -> Result<Cow<'a, [u8]>> + Send + Sync + 'a>,
+    pub contents: Box<WriteContents<'a>>,
 }
 
 impl<'a> PendingFile<'a> {
@@ -35,7 +37,7 @@ impl<'a> PendingFile<'a> {
     pub fn ready(file: &'a OutputFile) -> Self {
         PendingFile {
             name: file.name.clone(),
-            contents: Box::new(move || Ok(Cow::Borrowed(&file.contents))),
+            contents: Box::new(move |out| out.write_all(&file.contents)),
         }
     }
 }
@@ -76,11 +78,14 @@ fn write_error(path: &Path, error: io::Error) -> Error {
     ))
 }
 
-/// Creates `path` with `contents` and waits until they are on disk.
-pub fn write_synced(path: &Path, contents: &[u8]) -> io::Result<()> {
-    let mut file = fs::File::create(path)?;
-    file.write_all(contents)?;
-    file.sync_all()
+/// Creates `path`, writes its contents through a buffer and waits until they are on disk.
+pub fn write_synced(path: &Path, contents: &WriteContents) -> io::Result<()> {
+    let mut file = io::BufWriter::with_capacity(1 << 20, fs::File::create(path)?);
+    contents(&mut file)?;
+    file.flush()?;
+    file.into_inner()
+        .map_err(io::IntoInnerError::into_error)?
+        .sync_all()
 }
 
 /// Flushes a directory's entries (new names, renames) to disk where the platform allows it.
@@ -107,7 +112,7 @@ pub fn publish(files: &[OutputFile], out: &Path) -> Result<()> {
 pub fn publish_with(
     files: &[OutputFile],
     out: &Path,
-    write: &(dyn Fn(&Path, &[u8]) -> io::Result<()> + Sync),
+    write: &(dyn Fn(&Path, &WriteContents) -> io::Result<()> + Sync),
 ) -> Result<()> {
     let pending: Vec<PendingFile> = files.iter().map(PendingFile::ready).collect();
     publish_pending(&pending, out, write)
@@ -120,7 +125,7 @@ pub fn publish_with(
 pub fn publish_pending(
     files: &[PendingFile],
     out: &Path,
-    write: &(dyn Fn(&Path, &[u8]) -> io::Result<()> + Sync),
+    write: &(dyn Fn(&Path, &WriteContents) -> io::Result<()> + Sync),
 ) -> Result<()> {
     let name = directory_name(out)?;
     check_replaceable(out)?;
@@ -159,7 +164,7 @@ pub fn publish_pending(
 fn write_all(
     files: &[PendingFile],
     directory: &Path,
-    write: &(dyn Fn(&Path, &[u8]) -> io::Result<()> + Sync),
+    write: &(dyn Fn(&Path, &WriteContents) -> io::Result<()> + Sync),
 ) -> Result<()> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<(usize, Result<()>)> = std::thread::scope(|scope| {
@@ -171,9 +176,8 @@ fn write_all(
                     return done;
                 };
                 let path = directory.join(&file.name);
-                let result = (file.contents)().and_then(|contents| {
-                    write(&path, &contents).map_err(|error| write_error(&path, error))
-                });
+                let result =
+                    write(&path, &*file.contents).map_err(|error| write_error(&path, error));
                 done.push((index, result));
             }
         };
@@ -363,7 +367,7 @@ mod tests {
         let before = snapshot(&out);
 
         let count = std::sync::atomic::AtomicUsize::new(0);
-        let failing = |path: &Path, contents: &[u8]| {
+        let failing = |path: &Path, contents: &WriteContents| {
             if count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 2 {
                 return Err(io::Error::other("disk full (injected)"));
             }

@@ -17,7 +17,8 @@ mod residency;
 mod svg;
 mod tflite_model;
 
-use std::borrow::Cow;
+use std::fmt;
+use std::io;
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -25,55 +26,64 @@ use crate::render::RenderPlan;
 
 pub use atomic::{check_destination, OutputFile, PendingFile};
 
-/// Every file of the output directory, to be formatted as it is written: the largest first
-/// (see [`atomic::publish_pending`]).
+/// Every file of the output directory, formatted straight into the file as it is written:
+/// the largest first (see [`atomic::publish_pending`]).
 pub fn pending_files(plan: &RenderPlan) -> Vec<PendingFile<'_>> {
     let p = &plan.prefix;
-    let text = |text: std::result::Result<String, std::fmt::Error>, what: &'static str| {
-        text.map(|text| Cow::Owned(text.into_bytes()))
-            .map_err(format_error(what))
-    };
     let mut files = vec![
         PendingFile {
             name: format!("{p}_residency.json"),
-            contents: Box::new(move || {
-                residency::residency_json(plan)
-                    .map(|text| Cow::Owned(text.into_bytes()))
-                    .map_err(format_error("the residency report"))
-            }),
+            contents: Box::new(move |out| residency::write_residency_json(out, plan)),
         },
         PendingFile {
             name: format!("{p}_tensors.c"),
-            contents: Box::new(move || text(c_sources::tensors_c(plan), "the tensor tables")),
+            contents: Box::new(move |out| {
+                formatted(out, "the tensor tables", |text| {
+                    c_sources::write_tensors_c(text, plan)
+                })
+            }),
         },
         PendingFile {
             name: format!("{p}_plan.json"),
-            contents: Box::new(move || Ok(Cow::Borrowed(plan.plan_document.as_bytes()))),
+            contents: Box::new(move |out| out.write_all(plan.plan_document.as_bytes())),
         },
         PendingFile {
             name: format!("{p}_tensors.h"),
-            contents: Box::new(move || text(c_header::tensors_h(plan), "the C header")),
+            contents: Box::new(move |out| {
+                formatted(out, "the C header", |text| {
+                    c_header::write_tensors_h(text, plan)
+                })
+            }),
         },
         PendingFile {
             name: format!("{p}_layout.svg"),
-            contents: Box::new(move || text(svg::layout_svg(plan), "the layout picture")),
+            contents: Box::new(move |out| {
+                formatted(out, "the layout picture", |text| {
+                    svg::write_layout_svg(text, plan)
+                })
+            }),
         },
         PendingFile {
             name: format!("{p}_constants.c"),
-            contents: Box::new(move || text(c_sources::constants_c(plan), "the constant blobs")),
+            contents: Box::new(move |out| {
+                formatted(out, "the constant blobs", |text| {
+                    c_sources::write_constants_c(text, plan)
+                })
+            }),
         },
     ];
     if let (true, Some(tflite)) = (plan.emit_tflite, &plan.tflite) {
         files.push(PendingFile {
             name: format!("{p}.tflite"),
-            contents: Box::new(move || {
-                tflite_model::model_with_offline_plan(
+            contents: Box::new(move |out| {
+                let model = tflite_model::model_with_offline_plan(
                     &tflite.file,
                     tflite.subgraph_count,
                     &tflite.offsets,
                     &tflite.source,
                 )
-                .map(Cow::Owned)
+                .map_err(|error| io::Error::other(error.message))?;
+                out.write_all(&model)
             }),
         });
     }
@@ -85,11 +95,40 @@ pub fn pending_files(plan: &RenderPlan) -> Vec<PendingFile<'_>> {
         {
             files.push(PendingFile {
                 name: payload.sidecar.clone(),
-                contents: Box::new(move || Ok(Cow::Borrowed(&payload.bytes[..]))),
+                contents: Box::new(move |out| out.write_all(&payload.bytes)),
             });
         }
     }
     files
+}
+
+/// Runs `format` (text formatting) into the byte writer `out`: the writer's own error if it
+/// failed, or a formatting failure (a bug) named by `what`.
+fn formatted(
+    out: &mut dyn io::Write,
+    what: &'static str,
+    format: impl FnOnce(&mut dyn fmt::Write) -> fmt::Result,
+) -> io::Result<()> {
+    struct Text<'a> {
+        out: &'a mut dyn io::Write,
+        error: Option<io::Error>,
+    }
+    impl fmt::Write for Text<'_> {
+        fn write_str(&mut self, text: &str) -> fmt::Result {
+            self.out.write_all(text.as_bytes()).map_err(|error| {
+                self.error = Some(error);
+                fmt::Error
+            })
+        }
+    }
+    let mut text = Text { out, error: None };
+    match format(&mut text) {
+        Ok(()) => Ok(()),
+        Err(fmt::Error) => Err(text
+            .error
+            .take()
+            .unwrap_or_else(|| io::Error::other(format!("memplan cannot format {what}")))),
+    }
 }
 
 /// Every file of the output directory, formatted, sorted by name.
@@ -97,19 +136,18 @@ pub fn output_files(plan: &RenderPlan) -> Result<Vec<OutputFile>> {
     let mut files = pending_files(plan)
         .into_iter()
         .map(|file| {
+            let mut contents = Vec::new();
+            (file.contents)(&mut contents).map_err(|error| {
+                Error::internal(format!("cannot format {}: {error}", file.name))
+            })?;
             Ok(OutputFile {
-                contents: (file.contents)()?.into_owned(),
+                contents,
                 name: file.name,
             })
         })
         .collect::<Result<Vec<_>>>()?;
     files.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(files)
-}
-
-/// Turns a formatting failure (a bug: formatting into memory cannot fail) into an error.
-fn format_error<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> Error {
-    move |error| Error::internal(format!("cannot format {what}: {error}"))
 }
 
 /// Writes the rendered plan into directory `out`, replacing it atomically; returns the

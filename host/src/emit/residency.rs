@@ -103,7 +103,11 @@ fn arena_record<'a>(plan: &'a RenderPlan, region: &'a Region) -> ArenaRecord<'a>
     }
 }
 
-pub fn residency_json(plan: &RenderPlan) -> serde_json::Result<String> {
+/// Writes the residency report into `out`.
+pub fn write_residency_json(
+    out: &mut dyn std::io::Write,
+    plan: &RenderPlan,
+) -> std::io::Result<()> {
     let by_role = |role| {
         plan.regions
             .iter()
@@ -145,5 +149,5 @@ pub fn residency_json(plan: &RenderPlan) -> serde_json::Result<String> {
             .collect(),
     };
     // One tensor per line (see `json_layout`).
-    crate::json_layout::to_string(&document, 2)
+    crate::json_layout::to_writer(out, &document, 2)
 }

@@ -49,9 +49,15 @@ fn xml(text: &str) -> String {
     escaped
 }
 
-pub fn layout_svg(plan: &RenderPlan) -> Result<String, fmt::Error> {
-    let height = 40.0 + PANEL_HEIGHT * plan.regions.len().max(1) as f64;
+#[cfg(test)]
+fn layout_svg(plan: &RenderPlan) -> Result<String, fmt::Error> {
     let mut out = String::new();
+    write_layout_svg(&mut out, plan)?;
+    Ok(out)
+}
+
+pub fn write_layout_svg(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
+    let height = 40.0 + PANEL_HEIGHT * plan.regions.len().max(1) as f64;
     writeln!(
         out,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height}\" \
@@ -79,10 +85,10 @@ pub fn layout_svg(plan: &RenderPlan) -> Result<String, fmt::Error> {
     let drawn_per_panel = MAX_DRAWN / plan.regions.len().max(1);
     for region in &plan.regions {
         let top = 40.0 + PANEL_HEIGHT * region.id as f64;
-        write_panel(&mut out, plan, region, top, drawn_per_panel)?;
+        write_panel(out, plan, region, top, drawn_per_panel)?;
     }
     writeln!(out, "</svg>")?;
-    Ok(out)
+    Ok(())
 }
 
 /// A short label for a tensor: its id, then the end of its name when the name says more
@@ -132,7 +138,7 @@ fn drawn_tensors(plan: &RenderPlan, region: &Region, limit: usize) -> Vec<usize>
 }
 
 fn write_panel(
-    out: &mut String,
+    out: &mut dyn Write,
     plan: &RenderPlan,
     region: &Region,
     top: f64,
@@ -297,7 +303,7 @@ fn write_panel(
 /// Draws the tensors of `region` not in `drawn` as a grid of gray cells (see the module
 /// docs); returns how many tensors it aggregated.
 fn write_aggregated(
-    out: &mut String,
+    out: &mut dyn Write,
     plan: &RenderPlan,
     region: &Region,
     drawn: &[usize],
@@ -361,7 +367,7 @@ fn write_aggregated(
         let mut running = 0f32;
         let mut run: Option<(usize, u32)> = None;
         let y = bottom - CELL * (row + 1) as f64;
-        let flush = |out: &mut String, start: usize, end: usize, shade: u32| {
+        let flush = |out: &mut dyn Write, start: usize, end: usize, shade: u32| {
             if shade == 0 {
                 return Ok(());
             }
