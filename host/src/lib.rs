@@ -58,6 +58,7 @@ pub fn main() -> ExitCode {
     };
     init_logging(cli.verbose, cli.quiet);
     allocator::keep_freed_memory();
+    allocator::leave_memory_to_exit();
     match config::resolve(cli).and_then(run) {
         Ok(code) => code,
         Err(error) => {

@@ -218,6 +218,20 @@ fn residency_report_describes_regions_and_tensors() {
     assert_eq!(tensors.len(), 11);
     assert_eq!(tensors[8]["alias_of"], "1");
     assert_eq!(tensors[9]["region_id"], serde_json::Value::Null);
+    // Schema 2: the name and C name only where they say more than the id, the lifetime as
+    // `steps`, one tensor per line.
+    assert_eq!(residency["schema_version"], 2);
+    assert_eq!(tensors[1]["name"], "conv1/out");
+    assert_eq!(tensors[1]["steps"], serde_json::json!([1, 2]));
+    assert!(tensors[1].get("c_name").is_none(), "{}", tensors[1]);
+    assert!(tensors[2].get("name").is_none(), "{}", tensors[2]);
+    assert_eq!(tensors[0]["c_name"], "demo_tensor_input_0");
+    assert!(tensors[0].get("memory").is_none(), "{}", tensors[0]);
+    assert!(
+        text.lines()
+            .any(|line| line.trim_start().starts_with("{\"id\":\"output\"")),
+        "{text}"
+    );
     let sidecar = fs::read(out.join("out/demo_arena_const_sram__source.bin")).unwrap();
     assert_eq!(sidecar, plan.regions[4].payload.as_ref().unwrap().bytes);
     fs::remove_dir_all(&out).unwrap();

@@ -123,5 +123,6 @@ pub fn run(config: &PlanConfig, verbosity: Verbosity) -> Result<ExitCode> {
         Format::Json => summary::write_json(&rendered, &report, &mut stdout),
     }
     .map_err(|error| Error::internal(format!("cannot write the summary to stdout: {error}")))?;
+    crate::allocator::release((analysis, checked, rendered));
     Ok(ExitCode::SUCCESS)
 }
