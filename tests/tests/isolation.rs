@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
+use memplan::registry::isolate::{wire, WorkerReply};
 use memplan_tests::{
     describe, failed_with, fixture_plugin, library_file_name, memplan, plan_tiny, plugin_dir_with,
 };
@@ -197,40 +198,47 @@ fn run_worker(name: &str, sha256: Option<&str>) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start the worker");
+    // The worker reads the request in memplan's private binary form.
+    let request: memplan_plugin_api::PlanRequest =
+        serde_json::from_str(WORKER_REQUEST).expect("the test request is a plan request");
     child
         .stdin
         .take()
         .unwrap()
-        .write_all(WORKER_REQUEST.as_bytes())
+        .write_all(&wire::encode_request(&request))
         .unwrap();
     child.wait_with_output().expect("wait for the worker")
 }
 
 #[test]
-fn the_worker_announces_the_planner_call_then_replies_with_json() {
+fn the_worker_announces_the_planner_call_then_replies_with_the_plan() {
     let output = run_worker("fixture-incomplete", None);
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let reply = stdout
-        .strip_prefix("started\n")
+    let reply = output
+        .stdout
+        .strip_prefix(b"started\n")
         .unwrap_or_else(|| panic!("no started line: {}", describe(&output)));
-    let reply: Value = serde_json::from_str(reply).expect("the reply is JSON");
     // The incomplete fixture drops the second of the two allocations.
-    let allocations = reply["plan"]["allocations"].as_array().expect("a plan");
-    assert_eq!(allocations.len(), 1, "{reply}");
+    match wire::decode_reply(reply).expect("a reply") {
+        WorkerReply::Plan(plan) => assert_eq!(plan.allocations.len(), 1, "{plan:?}"),
+        other => panic!("not a plan: {other:?}"),
+    }
 }
 
 #[test]
 fn the_worker_refuses_a_file_whose_hash_changed() {
     let output = run_worker("fixture-incomplete", Some(&"0".repeat(64)));
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
-    let reply: Value = serde_json::from_slice(&output.stdout).expect("the reply is JSON");
-    assert_eq!(reply["failed"]["exit_code"], 4, "{reply}");
-    let message = reply["failed"]["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains("changed after memplan checked it"),
-        "{message}"
-    );
+    match wire::decode_reply(&output.stdout).expect("a reply") {
+        WorkerReply::Failed { exit_code, message } => {
+            assert_eq!(exit_code, 4, "{message}");
+            assert!(
+                message.contains("changed after memplan checked it"),
+                "{message}"
+            );
+        }
+        other => panic!("not a failure: {other:?}"),
+    }
 }
 
 #[test]

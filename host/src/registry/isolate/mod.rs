@@ -3,8 +3,8 @@
 //!
 //! The host runs its own executable with the hidden `__plan-worker` subcommand, naming the
 //! plugin file, its SHA-256 as the host saw it and the planner. The request goes to the
-//! child's stdin as JSON; on its stdout the worker writes the line [`STARTED_LINE`] when it
-//! calls the planner, then one [`WorkerReply`] as JSON. The child's stderr is the host's, so
+//! child's stdin in binary form ([`wire`]); on its stdout the worker writes the line
+//! [`STARTED_LINE`] when it calls the planner, then one [`WorkerReply`] in binary form. The child's stderr is the host's, so
 //! plugin log lines appear as they would in-process. The worker re-applies the trust checks
 //! and refuses a file whose hash changed since the host looked at it.
 //!
@@ -25,8 +25,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use memplan_plugin_api::{MemoryPlan, PlanError, PlanRequest};
-use serde::{Deserialize, Serialize};
 
+pub mod wire;
 pub mod worker;
 
 use super::run::grace_period;
@@ -46,11 +46,8 @@ pub const STARTUP_ALLOWANCE: Duration = Duration::from_secs(10);
 /// plugin started could hold it open).
 const REPLY_AFTER_EXIT: Duration = Duration::from_millis(500);
 
-/// What the worker writes on its stdout, as one JSON document:
-/// `{"plan": ...}`, `{"error": {"kind": ..., "message": ...}}` or
-/// `{"failed": {"exit_code": N, "message": ...}}`.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// What the worker writes on its stdout after the started line ([`wire::encode_reply`]).
+#[derive(Debug)]
 pub enum WorkerReply {
     /// The planner's plan.
     Plan(MemoryPlan),
@@ -153,13 +150,20 @@ pub fn plan_in_worker(
     );
 
     let stdin = child.stdin.take().expect("stdin is piped");
-    let request_json = serde_json::to_vec(request)
-        .map_err(|error| Error::internal(format!("cannot encode the plan request: {error}")))?;
+    widen_pipe(&stdin);
+    widen_pipe(child.stdout.as_ref().expect("stdout is piped"));
+    let encoding = Instant::now();
+    let request_bytes = wire::encode_request(request);
+    tracing::debug!(
+        "request of {} bytes encoded in {:.1} ms",
+        request_bytes.len(),
+        encoding.elapsed().as_secs_f64() * 1e3
+    );
     // Detached: if the worker dies before reading everything, the write fails with a broken
     // pipe and the thread ends; the worker's fate is reported from its exit status.
     std::thread::spawn(move || {
         let mut stdin = BufWriter::new(stdin);
-        let _ = stdin.write_all(&request_json).and_then(|()| stdin.flush());
+        let _ = stdin.write_all(&request_bytes).and_then(|()| stdin.flush());
     });
 
     let stdout = child.stdout.take().expect("stdout is piped");
@@ -310,7 +314,13 @@ fn interpret(
             }
         )));
     }
-    let parsed: Option<WorkerReply> = serde_json::from_slice(reply).ok();
+    let decoding = Instant::now();
+    let parsed: Option<WorkerReply> = wire::decode_reply(reply).ok();
+    tracing::debug!(
+        "reply of {} bytes decoded in {:.1} ms",
+        reply.len(),
+        decoding.elapsed().as_secs_f64() * 1e3
+    );
     match (status.code(), parsed) {
         (Some(0), Some(WorkerReply::Plan(plan))) => Ok(Ok(plan)),
         (Some(0), Some(WorkerReply::Error(error))) => Ok(Err(error)),
@@ -377,6 +387,21 @@ pub fn signal_name(signal: i32) -> String {
     format!("{signal}, {name}")
 }
 
+/// Gives a pipe a 1 MiB buffer (Linux's default limit for unprivileged processes) instead of
+/// 64 KiB: the request and the reply of a million tensors are tens of megabytes, and with small
+/// buffers the two processes spend their time switching. Best effort: a refusal keeps the
+/// default size, which is only slower.
+#[cfg(target_os = "linux")]
+fn widen_pipe(pipe: &impl std::os::fd::AsRawFd) {
+    // SAFETY: F_SETPIPE_SZ only resizes the pipe's buffer; the descriptor is open (borrowed).
+    unsafe {
+        libc::fcntl(pipe.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn widen_pipe(_pipe: &impl std::os::fd::AsRawFd) {}
+
 /// Makes the worker die with memplan: a worker whose parent was killed (`kill -TERM`, a
 /// terminal closed) would otherwise be re-parented to init and go on running a planner nobody
 /// waits for. Linux's parent-death signal is set in the child before `exec` and kept across
@@ -436,27 +461,25 @@ mod tests {
     }
 
     #[test]
-    fn replies_round_trip_as_the_documented_json() {
+    fn replies_are_read_back_as_the_worker_wrote_them() {
         let error = WorkerReply::Error(PlanError::new(PlanErrorKind::Cancelled, "stopped"));
-        let json = serde_json::to_string(&error).unwrap();
-        assert_eq!(
-            json,
-            r#"{"error":{"kind":"cancelled","message":"stopped"}}"#
-        );
-        let plan = serde_json::to_vec(&WorkerReply::Plan(MemoryPlan::default())).unwrap();
-        assert!(plan.starts_with(br#"{"plan":"#));
+        let plan = wire::encode_reply(&WorkerReply::Plan(MemoryPlan::default()));
         assert_eq!(
             interpret(&job(), exited(0), &plan).unwrap().unwrap(),
             MemoryPlan::default()
         );
-        let answer = interpret(&job(), exited(0), json.as_bytes()).unwrap();
+        let answer = interpret(&job(), exited(0), &wire::encode_reply(&error)).unwrap();
         assert_eq!(answer.unwrap_err().kind, PlanErrorKind::Cancelled);
+        // The JSON replies of earlier releases, or anything else, are not a reply.
+        let json = br#"{"error":{"kind":"cancelled","message":"stopped"}}"#;
+        let garbled = interpret(&job(), exited(0), json).unwrap_err();
+        assert!(garbled.message.contains("not readable"), "{garbled}");
     }
 
     #[test]
     fn worker_failures_keep_their_exit_code() {
         let failed = WorkerReply::failed(&Error::input("bad options"));
-        let reply = serde_json::to_vec(&failed).unwrap();
+        let reply = wire::encode_reply(&failed);
         let error = interpret(&job(), exited(0), &reply).unwrap_err();
         assert_eq!(
             (error.kind, error.message.as_str()),

@@ -1,20 +1,20 @@
 //! `memplan __plan-worker` (hidden): the child side of `memplan plan --isolate`.
 //!
-//! Reads a `PlanRequest` as JSON on stdin, loads the one plugin file it is given — after the
+//! Reads a `PlanRequest` in binary form ([`super::wire`]) on stdin, loads the one plugin file it is given — after the
 //! same trust checks as the host, and only if its SHA-256 is still the one the host saw —
 //! runs the planner with a host context (logs to the inherited stderr, deadline from
 //! `--timeout`) and writes to stdout the started line when it calls the planner, then one
-//! `WorkerReply` as JSON. It exits 0 whenever it could
+//! `WorkerReply` in binary form. It exits 0 whenever it could
 //! write a reply: how the run went is in the reply, and anything else (a signal, another exit
 //! status, no reply) is the plugin's doing, which the host reports.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufWriter, Read, Write};
 use std::process::ExitCode;
 
 use memplan_plugin_api::PlanRequest;
 
-use super::{WorkerReply, STARTED_LINE};
+use super::{wire, WorkerReply, STARTED_LINE};
 use crate::cli::config::WorkerConfig;
 use crate::error::{Error, Result};
 use crate::registry::trust::OpenedPlugin;
@@ -23,11 +23,16 @@ use crate::registry::{call_planner, open_module, LoadFailure};
 pub fn run(config: &WorkerConfig) -> Result<ExitCode> {
     let mut reply_out = reserve_stdout_for_the_reply()?;
     let reply = serve(config, &mut reply_out).unwrap_or_else(|error| WorkerReply::failed(&error));
+    let start = std::time::Instant::now();
     let mut reply_out = BufWriter::new(reply_out);
-    serde_json::to_writer(&mut reply_out, &reply)
-        .map_err(std::io::Error::from)
-        .and_then(|()| reply_out.flush())
-        .map_err(|error| Error::internal(format!("worker: cannot write the reply: {error}")))?;
+    let written = reply_out
+        .write_all(&wire::encode_reply(&reply))
+        .and_then(|()| reply_out.flush());
+    tracing::debug!(
+        "worker: reply encoded and written in {:.1} ms",
+        start.elapsed().as_secs_f64() * 1e3
+    );
+    written.map_err(|error| Error::internal(format!("worker: cannot write the reply: {error}")))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -35,8 +40,25 @@ pub fn run(config: &WorkerConfig) -> Result<ExitCode> {
 /// starts; errors become a `failed` reply.
 fn serve(config: &WorkerConfig, reply_out: &mut File) -> Result<WorkerReply> {
     let limits = &config.limits;
-    let request: PlanRequest = serde_json::from_reader(BufReader::new(std::io::stdin().lock()))
+    let start = std::time::Instant::now();
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .read_to_end(&mut bytes)
+        .map_err(|error| {
+            Error::internal(format!("worker: cannot read the plan request: {error}"))
+        })?;
+    let received = start.elapsed();
+    let request: PlanRequest = wire::decode_request(&bytes)
         .map_err(|error| Error::internal(format!("worker: unreadable plan request: {error}")))?;
+    drop(bytes);
+    tracing::debug!(
+        "worker: request of {} tensors received in {:.1} ms, decoded in {:.1} ms",
+        request.tensors.len(),
+        received.as_secs_f64() * 1e3,
+        (start.elapsed() - received).as_secs_f64() * 1e3
+    );
+    let start = std::time::Instant::now();
 
     let path = &config.plugin_file;
     let opened = OpenedPlugin::open(path, config.allow_insecure)
@@ -67,6 +89,10 @@ fn serve(config: &WorkerConfig, reply_out: &mut File) -> Result<WorkerReply> {
                 config.planner
             ))
         })?;
+    tracing::debug!(
+        "worker: plugin checked and loaded in {:.1} ms",
+        start.elapsed().as_secs_f64() * 1e3
+    );
     writeln!(reply_out, "{STARTED_LINE}")
         .map_err(|error| Error::internal(format!("worker: cannot write to the host: {error}")))?;
     Ok(
