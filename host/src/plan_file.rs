@@ -140,7 +140,9 @@ pub fn to_document(analysis: &Analysis, checked: &CheckedPlan, planner: &str) ->
                 name: analysis
                     .names
                     .get(index)
-                    .filter(|name| **name != analysis.request.tensors[index].id.as_str())
+                    .filter(|name| {
+                        !name.is_empty() && **name != analysis.request.tensors[index].id.as_str()
+                    })
                     .cloned(),
                 role: binding.role,
                 memory: memory_name(binding.memory),

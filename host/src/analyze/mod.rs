@@ -38,7 +38,8 @@ pub struct Analysis {
     pub target: String,
     /// What the planner receives (its `options` field is filled in by the plan command).
     pub request: PlanRequest,
-    /// Tensor names, by tensor index.
+    /// Tensor names, by tensor index; empty for a tensor without a name of its own (see
+    /// [`Analysis::name_of`]).
     pub names: Vec<String>,
     /// Bytes of constant tensors, by tensor index (`None` for non-constants and for aliases
     /// of constants, whose bytes are their root's).
@@ -250,6 +251,18 @@ pub fn analyze(
 }
 
 impl Analysis {
+    /// The name of tensor `index`: its own, or its id when the model gave it none.
+    pub fn name_of(&self, index: usize) -> &str {
+        match self.names.get(index) {
+            Some(name) if !name.is_empty() => name,
+            _ => self
+                .request
+                .tensors
+                .get(index)
+                .map_or("", |tensor| tensor.id.as_str()),
+        }
+    }
+
     /// Fails with exit 5 when the tensors pinned to a memory alone exceed its budget (see
     /// [`Analysis::pinned_overflow`]): then no planner is worth running.
     pub fn ensure_plannable(&mut self) -> Result<()> {

@@ -98,8 +98,8 @@ pub fn check_embedded_plan(analysis: &Analysis) -> Result<EmbeddedPlanReport> {
     let describe = |position: usize| match model_tensor[position] {
         Some(index) => {
             let id = request.tensors[index].id.as_str();
-            match analysis.names.get(index) {
-                Some(name) if name != id => format!("{id} ({name})"),
+            match analysis.name_of(index) {
+                name if name != id => format!("{id} ({name})"),
                 _ => id.to_string(),
             }
         }

@@ -140,6 +140,7 @@ impl Checker<'_> {
             name: self
                 .names
                 .get(index as usize)
+                .filter(|name| !name.is_empty())
                 .cloned()
                 .unwrap_or_else(|| tensor.id.to_string()),
         }

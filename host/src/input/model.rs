@@ -70,7 +70,8 @@ pub enum LifetimeRule {
 pub struct Tensor {
     /// Unique id (numeric ids as decimal strings).
     pub id: String,
-    /// Human-readable name (may equal the id).
+    /// Human-readable name; empty when the tensor has none of its own (its id names it), which
+    /// spares a copy of every id of a large trace.
     pub name: String,
     pub kind: TensorKind,
     /// Bytes (already the product of shape and element size when the format gave a shape).
@@ -90,12 +91,11 @@ pub struct Tensor {
 }
 
 impl Tensor {
-    /// A tensor with the given id, kind and size and nothing else set.
+    /// A tensor with the given id, kind and size and nothing else set (no name of its own).
     pub fn new(id: impl Into<String>, kind: TensorKind, size: u64) -> Self {
-        let id = id.into();
         Tensor {
-            name: id.clone(),
-            id,
+            name: String::new(),
+            id: id.into(),
             kind,
             size,
             element_size: 1,

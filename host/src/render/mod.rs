@@ -276,11 +276,7 @@ fn render_tables(
         };
         tensors.push(RenderedTensor {
             id: tensor.id.to_string(),
-            name: analysis
-                .names
-                .get(index)
-                .cloned()
-                .unwrap_or_else(|| tensor.id.to_string()),
+            name: analysis.name_of(index).to_string(),
             c_name: format!("{}_tensor_{suffix}", options.prefix),
             kind: tensor.kind,
             role: binding.role,

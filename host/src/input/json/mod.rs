@@ -124,10 +124,8 @@ fn convert_tensor(doc: &TensorDoc<'_>) -> std::result::Result<Tensor, String> {
     };
     let id = doc.id.0.to_string();
     Ok(Tensor {
-        name: doc
-            .name
-            .as_deref()
-            .map_or_else(|| id.clone(), str::to_string),
+        // No name of its own: the id names it (see `Tensor::name`).
+        name: doc.name.as_deref().map_or_else(String::new, str::to_string),
         id,
         kind: doc.kind.unwrap_or(TensorKind::Intermediate),
         size,
