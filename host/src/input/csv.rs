@@ -75,6 +75,13 @@ fn parse_minimalloc_csv(path: &Path, text: &str) -> Result<Model> {
         }
         columns.push(column);
     }
+    if columns.len() > MAX_COLUMNS {
+        return Err(Error::input(format!(
+            "{file}:{header_line}: {} columns; a MiniMalloc CSV has at most {MAX_COLUMNS} \
+             (id, lower, upper, size, alignment, offset, and repeated hint or gaps)",
+            columns.len()
+        )));
+    }
     for (required, name) in [
         (Column::Id, "id"),
         (Column::Lower, "lower"),
@@ -96,20 +103,27 @@ fn parse_minimalloc_csv(path: &Path, text: &str) -> Result<Model> {
     let header_names: Vec<&str> = header.split(',').map(str::trim).collect();
     for (line_number, line) in lines {
         let at = |what: String| Error::input(format!("{file}:{line_number}: {what}"));
-        let field_count = line.bytes().filter(|&byte| byte == b',').count() + 1;
+        // The fields, split once; a line with another count is refused (with the count).
+        let mut fields = [""; MAX_COLUMNS];
+        let mut field_count = 0;
+        for field in line.split(',') {
+            if field_count < columns.len() {
+                fields[field_count] = trimmed(field);
+            }
+            field_count += 1;
+        }
         if field_count != columns.len() {
             return Err(at(format!(
                 "{field_count} fields, but the header has {} columns",
                 columns.len()
             )));
         }
-        let fields = line.split(',').map(str::trim);
         let mut id = "";
         let (mut lower, mut upper, mut size) = (0u64, 0u64, 0u64);
         let (mut alignment, mut offset) = (None, None);
-        for ((&column, field), name) in columns.iter().zip(fields).zip(&header_names) {
+        for ((&column, &field), name) in columns.iter().zip(&fields).zip(&header_names) {
             let number = || {
-                field.parse::<u64>().map_err(|_| {
+                parse_number(field).ok_or_else(|| {
                     at(format!(
                         "column `{name}`: `{field}` is not a non-negative integer"
                     ))
@@ -170,6 +184,32 @@ fn parse_minimalloc_csv(path: &Path, text: &str) -> Result<Model> {
     })
 }
 
+/// Most columns a file may have: the eight known ones and a few repeated `hint` or `gaps`.
+const MAX_COLUMNS: usize = 16;
+
+/// `field` without surrounding whitespace; fields seldom have any, so the common case only
+/// looks at the two ends.
+fn trimmed(field: &str) -> &str {
+    match (field.as_bytes().first(), field.as_bytes().last()) {
+        (Some(&first), Some(&last)) if first.is_ascii_graphic() && last.is_ascii_graphic() => field,
+        _ => field.trim(),
+    }
+}
+
+/// A non-negative decimal integer, as `str::parse::<u64>` reads it; plain digits (every
+/// MiniMalloc file) without its general machinery.
+fn parse_number(field: &str) -> Option<u64> {
+    let bytes = field.as_bytes();
+    if !bytes.is_empty() && bytes.len() <= 19 && bytes.iter().all(u8::is_ascii_digit) {
+        return Some(
+            bytes
+                .iter()
+                .fold(0u64, |value, &digit| value * 10 + u64::from(digit - b'0')),
+        );
+    }
+    field.parse().ok()
+}
+
 /// The line of each buffer id read so far, to refuse duplicates. MiniMalloc traces number
 /// their buffers 0, 1, 2, ...: such ids are looked up in a table indexed by the number
 /// (hashing a million strings was half the reading time); other ids go to a hash map. Keys
@@ -223,6 +263,30 @@ impl<'a> SeenIds<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_read_as_str_parse_reads_them() {
+        for text in ["0", "7", "0042", "18446744073709551615", "+5"] {
+            assert_eq!(parse_number(text), text.parse().ok(), "{text}");
+        }
+        for text in ["", "-1", "1e3", "18446744073709551616", " 5", "5x"] {
+            assert_eq!(parse_number(text), None, "{text}");
+        }
+        assert_eq!(trimmed(" 12 "), "12");
+        assert_eq!(trimmed("12"), "12");
+        assert_eq!(trimmed("\u{a0}12"), "12");
+    }
+
+    #[test]
+    fn a_header_of_too_many_columns_is_refused_not_a_panic() {
+        let header = vec!["hint"; 14].join(",");
+        let text = format!(
+            "id,lower,upper,size,{header}\n0,0,1,16{}\n",
+            ",0".repeat(14)
+        );
+        let error = parse_minimalloc_csv(Path::new("t.csv"), &text).unwrap_err();
+        assert!(error.message.contains("18 columns"), "{error}");
+    }
 
     #[test]
     fn duplicate_ids_are_found_numeric_or_not_and_07_is_not_7() {
