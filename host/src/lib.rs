@@ -71,11 +71,10 @@ pub fn main() -> ExitCode {
 /// Runs a resolved configuration.
 pub fn run(config: config::Config) -> Result<ExitCode> {
     match &config.task {
-        Task::Plan(plan) => commands::plan::run(plan, config.verbosity),
+        Task::Plan(plan) => commands::plan::run(plan),
         Task::Planners(planners) => commands::planners::run(planners),
         Task::Check(check) => commands::check::run(check),
         Task::Bench(bench) => commands::bench::run(bench),
-        Task::PlanWorker(worker) => registry::isolate::worker::run(worker),
     }
 }
 

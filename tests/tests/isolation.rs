@@ -5,18 +5,14 @@
 //! Most tests run `memplan plan` on the tiny model; the worker tests at the end speak the
 //! worker protocol directly.
 
-use std::io::Write;
-use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use memplan::registry::isolate::{wire, WorkerReply};
 use memplan_tests::{
     describe, failed_with, fixture_plugin, library_file_name, memplan, plan_tiny, plugin_dir_with,
 };
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 /// A plugin directory holding the misbehaving fixture (one per test, so tests run in
 /// parallel without sharing files).
@@ -166,87 +162,6 @@ fn a_chatty_planner_is_heard_tagged_with_its_name_and_still_plans() {
         );
         assert!(lines[9_999].contains("chatty line 10000 of 10000"));
     }
-}
-
-/// A plan request of two 64-byte scratch tensors live at the same step, in one SRAM.
-const WORKER_REQUEST: &str = r#"{
-  "tensors": [
-    {"id": "a", "kind": "input", "size": 64, "alignment": 16, "lifetime": {"first": 0, "last": 0},
-     "alias_of": null, "fixed_offset": null, "memory": null, "source_memory": null},
-    {"id": "b", "kind": "output", "size": 64, "alignment": 16, "lifetime": {"first": 0, "last": 0},
-     "alias_of": null, "fixed_offset": null, "memory": null, "source_memory": null}
-  ],
-  "memories": [
-    {"name": "SRAM", "budget": null, "writable": true, "scratch_order": 0, "arena_alignment": 16}
-  ],
-  "num_steps": 1,
-  "options": "{}"
-}"#;
-
-/// Runs the hidden worker subcommand on [`WORKER_REQUEST`] with planner `name` of the
-/// misbehaving fixture, claiming the file's SHA-256 is `sha256` (the real one when `None`).
-fn run_worker(name: &str, sha256: Option<&str>) -> Output {
-    let dir = misbehaving_dir(&format!("worker-{name}"));
-    let file = dir.join(library_file_name("misbehaving"));
-    let real = format!("{:x}", Sha256::digest(std::fs::read(&file).unwrap()));
-    let mut child = memplan()
-        .args(["__plan-worker", "--planner", name, "--plugin-file"])
-        .arg(&file)
-        .args(["--sha256", sha256.unwrap_or(&real)])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the worker");
-    // The worker reads the request in memplan's private binary form.
-    let request: memplan_plugin_api::PlanRequest =
-        serde_json::from_str(WORKER_REQUEST).expect("the test request is a plan request");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(&wire::encode_request(&request))
-        .unwrap();
-    child.wait_with_output().expect("wait for the worker")
-}
-
-#[test]
-fn the_worker_announces_the_planner_call_then_replies_with_the_plan() {
-    let output = run_worker("fixture-incomplete", None);
-    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
-    let reply = output
-        .stdout
-        .strip_prefix(b"started\n")
-        .unwrap_or_else(|| panic!("no started line: {}", describe(&output)));
-    // The incomplete fixture drops the second of the two allocations.
-    match wire::decode_reply(reply).expect("a reply") {
-        WorkerReply::Plan(plan) => assert_eq!(plan.allocations.len(), 1, "{plan:?}"),
-        other => panic!("not a plan: {other:?}"),
-    }
-}
-
-#[test]
-fn the_worker_refuses_a_file_whose_hash_changed() {
-    let output = run_worker("fixture-incomplete", Some(&"0".repeat(64)));
-    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
-    match wire::decode_reply(&output.stdout).expect("a reply") {
-        WorkerReply::Failed { exit_code, message } => {
-            assert_eq!(exit_code, 4, "{message}");
-            assert!(
-                message.contains("changed after memplan checked it"),
-                "{message}"
-            );
-        }
-        other => panic!("not a failure: {other:?}"),
-    }
-}
-
-#[test]
-fn the_worker_does_not_hide_a_crash() {
-    let output = run_worker("fixture-segfaults", None);
-    assert_eq!(output.status.signal(), Some(11), "{}", describe(&output));
-    // The planner was called, and no reply followed.
-    assert_eq!(String::from_utf8_lossy(&output.stdout), "started\n");
 }
 
 /// Pids of the processes whose parent is `parent` (from /proc).

@@ -40,10 +40,6 @@ pub enum Command {
     Check(CheckArgs),
     /// Compare planners: arena height, lower bound, ratio and planning time per input.
     Bench(BenchArgs),
-    /// Internal: runs one planner for `memplan plan --isolate` (request as JSON on stdin,
-    /// reply as JSON on stdout).
-    #[command(name = "__plan-worker", hide = true)]
-    PlanWorker(WorkerArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -186,23 +182,4 @@ pub struct BenchArgs {
     /// Output on stdout.
     #[arg(long, value_enum, default_value = "text")]
     pub format: BenchFormat,
-}
-
-/// The hidden worker of `--isolate` (see `registry::isolate`).
-#[derive(Args, Debug, Clone)]
-pub struct WorkerArgs {
-    /// The one plugin file to load.
-    #[arg(long = "plugin-file", value_name = "FILE")]
-    pub plugin_file: PathBuf,
-    /// The SHA-256 the host saw; any other bytes are refused.
-    #[arg(long, value_name = "HEX")]
-    pub sha256: String,
-    /// The planner to run.
-    #[arg(long, value_name = "NAME")]
-    pub planner: String,
-    /// The `--timeout` of the host, for the planner's host context.
-    #[arg(long, value_name = "SECONDS")]
-    pub timeout: Option<f64>,
-    #[arg(long = "allow-insecure-plugins")]
-    pub allow_insecure_plugins: bool,
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::args::{
     BenchArgs, BenchFormat, CheckArgs, Cli, Command, Format, PlanArgs, PlannersArgs, PluginArgs,
-    TargetArgs, Verbosity, WorkerArgs,
+    TargetArgs, Verbosity,
 };
 use super::parse;
 use crate::emit;
@@ -35,7 +35,6 @@ pub enum Task {
     Planners(PlannersConfig),
     Check(CheckConfig),
     Bench(BenchConfig),
-    PlanWorker(WorkerConfig),
 }
 
 /// `--target`, `--memory` (parsed) and `--rules`; the files they name are read by the read
@@ -100,15 +99,6 @@ pub struct BenchConfig {
     pub show_progress: bool,
 }
 
-#[derive(Debug)]
-pub struct WorkerConfig {
-    pub plugin_file: PathBuf,
-    pub sha256: String,
-    pub planner: String,
-    pub limits: RunLimits,
-    pub allow_insecure: bool,
-}
-
 /// Checks the command line and resolves it into a [`Config`].
 pub fn resolve(cli: Cli) -> Result<Config> {
     let verbosity = Verbosity {
@@ -120,7 +110,6 @@ pub fn resolve(cli: Cli) -> Result<Config> {
         Command::Planners(args) => Task::Planners(planners(args)?),
         Command::Check(args) => Task::Check(check(args)?),
         Command::Bench(args) => Task::Bench(bench(args, verbosity)?),
-        Command::PlanWorker(args) => Task::PlanWorker(worker(args)?),
     };
     Ok(Config { verbosity, task })
 }
@@ -181,11 +170,7 @@ fn bench(args: BenchArgs, verbosity: Verbosity) -> Result<BenchConfig> {
     let options = parse::planner_options(&args.planner_options, &planners)?;
     let plugins = plugins(args.plugins)?;
     let limits = run_limits(args.timeout, args.isolate)?;
-    let isolation = args.isolate.then_some(Isolation {
-        allow_insecure: plugins.trust.allow_insecure,
-        verbose: verbosity.verbose,
-        quiet: verbosity.quiet,
-    });
+    let isolation = args.isolate.then_some(Isolation);
     Ok(BenchConfig {
         inputs: args.inputs,
         planners,
@@ -197,18 +182,6 @@ fn bench(args: BenchArgs, verbosity: Verbosity) -> Result<BenchConfig> {
         plugins,
         format: args.format,
         show_progress: !verbosity.quiet,
-    })
-}
-
-fn worker(args: WorkerArgs) -> Result<WorkerConfig> {
-    Ok(WorkerConfig {
-        plugin_file: args.plugin_file,
-        sha256: args.sha256,
-        planner: args.planner,
-        limits: RunLimits {
-            timeout: parse::timeout(args.timeout)?,
-        },
-        allow_insecure: args.allow_insecure_plugins,
     })
 }
 

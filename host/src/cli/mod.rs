@@ -9,5 +9,5 @@ pub mod parse;
 
 pub use args::{
     BenchArgs, BenchFormat, CheckArgs, Cli, Command, Format, PlanArgs, PlannersArgs, PluginArgs,
-    TargetArgs, Verbosity, WorkerArgs,
+    TargetArgs, Verbosity,
 };

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use crate::cli::config::PlanConfig;
-use crate::cli::{Format, Verbosity};
+use crate::cli::Format;
 use crate::error::{Error, Result};
 use crate::registry::select;
 use crate::registry::{Isolation, Registry};
@@ -23,7 +23,7 @@ fn timed<T>(
     result
 }
 
-pub fn run(config: &PlanConfig, verbosity: Verbosity) -> Result<ExitCode> {
+pub fn run(config: &PlanConfig) -> Result<ExitCode> {
     // A wrong planner name or a broken plugin is reported before the model is read and
     // planned, which may take long (usage errors were found by `cli::config::resolve`).
     let mut render_options = config.render.clone();
@@ -36,11 +36,7 @@ pub fn run(config: &PlanConfig, verbosity: Verbosity) -> Result<ExitCode> {
         .iter()
         .map(|name| registry.find(name))
         .collect::<Result<Vec<_>>>()?;
-    let isolation = config.isolate.then_some(Isolation {
-        allow_insecure: config.plugins.trust.allow_insecure,
-        verbose: verbosity.verbose,
-        quiet: verbosity.quiet,
-    });
+    let isolation = config.isolate.then_some(Isolation);
 
     let mut timings = Vec::new();
     let mut analysis = timed(&mut timings, "read+analyze", || {

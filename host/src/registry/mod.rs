@@ -80,31 +80,23 @@ impl PlannerHandle {
         limits: &RunLimits,
         isolation: &Isolation,
     ) -> Result<MemoryPlan> {
+        let _ = isolation;
+        let origin = self.file.path.display().to_string();
         let job = WorkerJob {
             planner: &self.name,
-            plugin_file: &self.file.path,
-            sha256: &self.file.sha256,
-            allow_insecure: isolation.allow_insecure,
-            timeout: limits.timeout,
-            verbose: isolation.verbose,
-            quiet: isolation.quiet,
+            origin: &origin,
+            entry: &self.entry,
+            limits,
         };
         let started = std::time::Instant::now();
         let answer = plan_in_worker(&job, request)?;
-        let origin = self.file.path.display().to_string();
         run::planner_outcome(&self.name, &origin, answer, limits, started.elapsed())
     }
 }
 
-/// What a worker process inherits from the host's command line.
-#[derive(Clone, Debug, Default)]
-pub struct Isolation {
-    /// `--allow-insecure-plugins`.
-    pub allow_insecure: bool,
-    /// `-v` count and `-q`.
-    pub verbose: u8,
-    pub quiet: bool,
-}
+/// `--isolate`: run planners in a child process ([`isolate`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Isolation;
 
 impl std::fmt::Debug for PlannerHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -1,65 +1,63 @@
 //! `--isolate`: running a planner in a child process, so that a plugin that crashes, aborts,
 //! exits or hangs takes down only the child.
 //!
-//! The host runs its own executable with the hidden `__plan-worker` subcommand, naming the
-//! plugin file, its SHA-256 as the host saw it and the planner. The request goes to the
-//! child's stdin in binary form ([`wire`]); on its stdout the worker writes the line
-//! [`STARTED_LINE`] when it calls the planner, then one [`WorkerReply`] in binary form. The child's stderr is the host's, so
-//! plugin log lines appear as they would in-process. The worker re-applies the trust checks
-//! and refuses a file whose hash changed since the host looked at it.
+//! The child is a fork of memplan taken right before the planner call: it already holds the
+//! request and the plugin the host loaded and checked, so nothing is encoded, sent, decoded or
+//! loaded again (an earlier design started memplan anew and sent the request through a pipe:
+//! at 100,000 tensors that cost more than the planning). The child runs the planner with its
+//! host context (logs to the inherited stderr, deadline from `--timeout`), writes to a pipe
+//! the line [`STARTED_LINE`] when it calls the planner, then one [`WorkerReply`] in binary
+//! form ([`wire`]), and ends with `_exit`, never returning into memplan's code. Its stdout
+//! points at stderr, so that whatever a plugin prints cannot corrupt memplan's output.
 //!
-//! Pipes are fed and drained by their own threads (a large request and a large reply would
-//! otherwise deadlock on full pipe buffers). As in-process, `--timeout` counts from the
-//! planner call: the host kills the child at the started line plus `--timeout` plus the grace
-//! period of [`run`](super::run) (so that a cooperative planner can still report that it
-//! stopped); starting the worker and loading the plugin get [`STARTUP_ALLOWANCE`] on top (a
-//! debug build checks the plugin's type layouts slowly). How the child ended (signal, exit
-//! status, time limit, missing or garbled reply) becomes an exit-4 error naming the planner
-//! and its file.
+//! The host reads the pipe on a thread (a large reply would otherwise fill the pipe while the
+//! host waits). As in-process, `--timeout` counts from the planner call: the host kills the
+//! child at the started line plus `--timeout` plus the grace period of
+//! [`run`](super::run) (so that a cooperative planner can still report that it stopped); the
+//! start gets [`STARTUP_ALLOWANCE`] on top. How the child ended (signal, exit status, time
+//! limit, missing or garbled reply) becomes an exit-4 error naming the planner and its file.
+//!
+//! Forking is safe here: memplan runs planners from its main thread with no other thread
+//! running, and the child only calls the planner, writes and exits.
 
-use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
-use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use memplan_plugin_api::{MemoryPlan, PlanError, PlanRequest};
+use memplan_plugin_api::{MemoryPlan, PlanError, PlanRequest, PlannerEntry};
 
 pub mod wire;
-pub mod worker;
 
-use super::run::grace_period;
+use super::run::{call_planner, grace_period, RunLimits};
 use crate::error::{Error, ErrorKind, Result};
 
-/// The hidden subcommand the host runs itself with.
-pub const WORKER_SUBCOMMAND: &str = "__plan-worker";
-
-/// What the worker writes on stdout, before its reply, when it calls the planner.
+/// What the child writes on its pipe, before its reply, when it calls the planner.
 pub const STARTED_LINE: &str = "started";
 
-/// With `--timeout`, how long the worker may take to start and load the plugin before the
+/// With `--timeout`, how long the child may take to reach the planner call before the
 /// planner's own time begins.
 pub const STARTUP_ALLOWANCE: Duration = Duration::from_secs(10);
 
-/// How long to wait for the reply pipe to close once the worker has exited (a grandchild the
-/// plugin started could hold it open).
+/// How long to wait for the child to exit once its reply pipe has closed (a grandchild the
+/// plugin started could hold the pipe open instead).
 const REPLY_AFTER_EXIT: Duration = Duration::from_millis(500);
 
-/// What the worker writes on its stdout after the started line ([`wire::encode_reply`]).
+/// What the child writes on its pipe after the started line ([`wire::encode_reply`]).
 #[derive(Debug)]
 pub enum WorkerReply {
     /// The planner's plan.
     Plan(MemoryPlan),
     /// The planner's own error.
     Error(PlanError),
-    /// The worker could not run the planner (the file changed or was refused, did not load,
-    /// does not export the planner); `exit_code` is the one the host should exit with.
+    /// The child could not run the planner; `exit_code` is the one the host should exit with.
     Failed { exit_code: u8, message: String },
 }
 
 impl WorkerReply {
-    /// The reply for a host-side error of the worker.
+    /// The reply for a host-side error of the child.
     pub fn failed(error: &Error) -> WorkerReply {
         WorkerReply::Failed {
             exit_code: error.kind.exit_code(),
@@ -68,113 +66,49 @@ impl WorkerReply {
     }
 }
 
-/// One planner run to do in a worker process.
-#[derive(Clone, Debug)]
+/// One planner run to do in a child process.
+#[derive(Clone, Copy)]
 pub struct WorkerJob<'a> {
     pub planner: &'a str,
-    pub plugin_file: &'a Path,
-    /// The file's SHA-256 when the host checked it; the worker refuses any other bytes.
-    pub sha256: &'a str,
-    pub allow_insecure: bool,
-    /// `--timeout`: handed to the worker's host context; the host kills the worker when the
+    /// The plugin file, for messages.
+    pub origin: &'a str,
+    pub entry: &'a PlannerEntry,
+    /// `--timeout`: handed to the child's host context; the host kills the child when the
     /// planner has run this plus the grace period.
-    pub timeout: Option<Duration>,
-    /// The host's `-v` count and `-q`, so that the worker logs at the same level.
-    pub verbose: u8,
-    pub quiet: bool,
+    pub limits: &'a RunLimits,
 }
 
 impl WorkerJob<'_> {
-    fn command(&self) -> Result<Command> {
-        let exe = std::env::current_exe().map_err(|error| {
-            Error::internal(format!(
-                "--isolate: cannot find memplan's own executable to start a worker: {error}"
-            ))
-        })?;
-        let mut command = Command::new(exe);
-        if self.quiet {
-            command.arg("--quiet");
-        }
-        for _ in 0..self.verbose {
-            command.arg("--verbose");
-        }
-        command
-            .arg(WORKER_SUBCOMMAND)
-            .arg("--plugin-file")
-            .arg(self.plugin_file)
-            .arg("--sha256")
-            .arg(self.sha256)
-            .arg("--planner")
-            .arg(self.planner);
-        if let Some(timeout) = self.timeout {
-            command
-                .arg("--timeout")
-                .arg(timeout.as_secs_f64().to_string());
-        }
-        if self.allow_insecure {
-            command.arg("--allow-insecure-plugins");
-        }
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        die_with_the_parent(&mut command);
-        Ok(command)
-    }
-
     /// "planner `NAME` (FILE)", the subject of every message about this run.
     fn subject(&self) -> String {
-        format!(
-            "planner `{}` ({})",
-            self.planner,
-            self.plugin_file.display()
-        )
+        format!("planner `{}` ({})", self.planner, self.origin)
     }
 }
 
-/// Runs `job` on `request` in a worker process and returns the planner's own answer. Every
-/// way the worker can fail — crash, exit, time limit, no reply — is an error (exit 4 unless
-/// the worker reported another code), and memplan keeps running.
+/// Runs `job` on `request` in a child process and returns the planner's own answer. Every way
+/// the child can fail — crash, exit, time limit, no reply — is an error (exit 4 unless the
+/// child reported another code), and memplan keeps running.
 pub fn plan_in_worker(
     job: &WorkerJob,
     request: &PlanRequest,
 ) -> Result<Result<MemoryPlan, PlanError>> {
     let started = Instant::now();
-    let mut child = job.command()?.spawn().map_err(|error| {
-        Error::internal(format!("--isolate: cannot start a worker process: {error}"))
-    })?;
-    tracing::debug!(
-        "started worker process {} for {}",
-        child.id(),
-        job.subject()
-    );
+    let (reply_in, reply_out) = reply_pipe()?;
+    let child = fork_child(job, request, reply_in, reply_out)?;
+    tracing::debug!("started worker process {} for {}", child.pid, job.subject());
 
-    let stdin = child.stdin.take().expect("stdin is piped");
-    widen_pipe(&stdin);
-    widen_pipe(child.stdout.as_ref().expect("stdout is piped"));
-    let encoding = Instant::now();
-    let request_bytes = wire::encode_request(request);
-    tracing::debug!(
-        "request of {} bytes encoded in {:.1} ms",
-        request_bytes.len(),
-        encoding.elapsed().as_secs_f64() * 1e3
-    );
-    // Detached: if the worker dies before reading everything, the write fails with a broken
-    // pipe and the thread ends; the worker's fate is reported from its exit status.
-    std::thread::spawn(move || {
-        let mut stdin = BufWriter::new(stdin);
-        let _ = stdin.write_all(&request_bytes).and_then(|()| stdin.flush());
-    });
-
-    let stdout = child.stdout.take().expect("stdout is piped");
     let (events, worker_events) = mpsc::channel();
-    std::thread::spawn(move || read_worker_output(stdout, events));
+    let reader = child.reply.try_clone().map_err(|error| {
+        Error::internal(format!("--isolate: cannot read the worker's pipe: {error}"))
+    })?;
+    std::thread::spawn(move || read_worker_output(std::fs::File::from(reader), events));
 
-    // The reply pipe closes when the worker exits (normally or not), so waiting on it is
-    // waiting on the worker, without polling. `next_event` gives `Ok(None)` when the reader is
+    // The reply pipe closes when the child exits (normally or not), so waiting on it is
+    // waiting on the child, without polling. `next_event` gives `Ok(None)` when the reader is
     // gone without a word (cannot happen: it always sends `Finished`) and `Err(())` when the
     // deadline passed.
     let time_limit = job
+        .limits
         .timeout
         .map(|timeout| timeout.saturating_add(grace_period(timeout)));
     let next_event = |deadline: Option<Instant>| match deadline {
@@ -201,8 +135,8 @@ pub fn plan_in_worker(
             Ok(Some(WorkerOutput::Finished(reply))) => break Some(reply),
             Ok(None) => break None,
             Err(()) => {
-                kill_and_reap(&mut child);
-                let timeout = job.timeout.unwrap_or_default().as_secs_f64();
+                child.kill_and_reap();
+                let timeout = job.limits.timeout.unwrap_or_default().as_secs_f64();
                 return Err(Error::plugin(match planner_started {
                     Some(planner_started) => format!(
                         "{} did not finish within the time limit of {timeout} s (--timeout) \
@@ -213,7 +147,7 @@ pub fn plan_in_worker(
                     ),
                     None => format!(
                         "{}: its worker process did not even start planning within {:.1} s \
-                         (loading the plugin hung?) and was killed",
+                         and was killed",
                         job.subject(),
                         started.elapsed().as_secs_f64()
                     ),
@@ -221,7 +155,7 @@ pub fn plan_in_worker(
             }
         }
     };
-    let status = wait_for_exit(&mut child, kill_at)?;
+    let status = child.wait_for_exit(kill_at)?;
     let reply = match reply {
         Some(Ok(bytes)) => bytes,
         Some(Err(error)) => {
@@ -237,7 +171,152 @@ pub fn plan_in_worker(
         job.subject(),
         started.elapsed().as_secs_f64()
     );
-    interpret(job, status, &reply)
+    interpret(&job.subject(), status, &reply)
+}
+
+/// A pipe for the child's started line and reply: (read end, write end), both closed on exec.
+fn reply_pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills `fds` with two new descriptors, which we own from here on.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(Error::internal(format!(
+            "--isolate: cannot create a pipe for the worker: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: both descriptors were just created and are owned by nothing else.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    widen_pipe(&read);
+    Ok((read, write))
+}
+
+/// The child process, from the host's side.
+struct ForkedChild {
+    pid: libc::pid_t,
+    /// The read end of the reply pipe.
+    reply: OwnedFd,
+}
+
+impl ForkedChild {
+    /// Waits for a child whose reply pipe has closed. It normally has exited already; one that
+    /// closed the pipe but keeps running is killed at `kill_at` (or after a short wait when
+    /// there is no time limit, since without its reply pipe it can no longer answer).
+    fn wait_for_exit(&self, kill_at: Option<Instant>) -> Result<ExitStatus> {
+        let give_up = kill_at.unwrap_or_else(|| Instant::now() + REPLY_AFTER_EXIT);
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid on our own child, with a valid pointer for its status.
+            match unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) } {
+                pid if pid == self.pid => return Ok(ExitStatus::from_raw(status)),
+                0 if Instant::now() >= give_up => {
+                    return Ok(self.kill_and_reap());
+                }
+                0 => std::thread::sleep(Duration::from_millis(2)),
+                _ => {
+                    return Err(Error::internal(format!(
+                        "cannot wait for the worker process: {}",
+                        std::io::Error::last_os_error()
+                    )))
+                }
+            }
+        }
+    }
+
+    /// Kills the child (if it still runs) and reaps it; its exit status.
+    fn kill_and_reap(&self) -> ExitStatus {
+        let mut status = 0;
+        // SAFETY: signalling and reaping our own child; an error means it is gone already.
+        unsafe {
+            libc::kill(self.pid, libc::SIGKILL);
+            libc::waitpid(self.pid, &mut status, 0);
+        }
+        ExitStatus::from_raw(status)
+    }
+}
+
+/// Forks the child that runs `job` on `request` (see the module docs) and returns it.
+fn fork_child(
+    job: &WorkerJob,
+    request: &PlanRequest,
+    reply_in: OwnedFd,
+    reply_out: OwnedFd,
+) -> Result<ForkedChild> {
+    // What Rust buffered for stdout and stderr would otherwise be written twice.
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: memplan forks from its main thread with no other thread running, so the child's
+    // copy of memory is consistent (no lock is held by a thread that does not exist there);
+    // the child only runs `run_child`, which never returns.
+    match unsafe { libc::fork() } {
+        -1 => Err(Error::internal(format!(
+            "--isolate: cannot start a worker process: {}",
+            std::io::Error::last_os_error()
+        ))),
+        0 => {
+            drop(reply_in);
+            run_child(job, request, reply_out, parent)
+        }
+        pid => {
+            drop(reply_out);
+            Ok(ForkedChild {
+                pid,
+                reply: reply_in,
+            })
+        }
+    }
+}
+
+/// The child's whole life: set up, say it starts, call the planner, write the reply, exit.
+/// Every path ends in `_exit`, so the child never returns into the host's code, runs no
+/// destructor and flushes nothing of the host's.
+fn run_child(job: &WorkerJob, request: &PlanRequest, reply_out: OwnedFd, parent: libc::pid_t) -> ! {
+    let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        die_with_the_parent(parent);
+        // SAFETY: dup2 on the process's own standard descriptors; 2 is open for the whole run.
+        unsafe { libc::dup2(2, 1) };
+        let mut out = std::fs::File::from(reply_out);
+        if writeln!(out, "{STARTED_LINE}").is_err() {
+            return 1;
+        }
+        let reply = match call_planner(job.planner, job.entry, request, job.limits) {
+            Ok(plan) => WorkerReply::Plan(plan),
+            Err(error) => WorkerReply::Error(error),
+        };
+        match out.write_all(&wire::encode_reply(&reply)) {
+            Ok(()) => 0,
+            Err(_) => 1,
+        }
+    }))
+    .unwrap_or(1);
+    // SAFETY: _exit ends the process at once; nothing of the host's state is touched.
+    unsafe { libc::_exit(code) }
+}
+
+/// Makes the child die with memplan: a child whose parent was killed (`kill -TERM`, a terminal
+/// closed) would otherwise be re-parented to init and go on running a planner nobody waits
+/// for. Linux's parent-death signal fires when the thread that forked the child ends, which is
+/// memplan's main thread (planners are run from it). Elsewhere the child stops at its own
+/// deadline, if any.
+fn die_with_the_parent(parent: libc::pid_t) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl and getppid have no memory-safety preconditions.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        // memplan died before the signal was set: nobody would send it now.
+        if libc::getppid() != parent {
+            libc::_exit(1);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = parent;
 }
 
 /// What the host hears from a worker's stdout.
@@ -250,7 +329,7 @@ enum WorkerOutput {
 
 /// Reads the worker's stdout: the started line, then the reply. A worker that dies before
 /// calling the planner produces only `Finished` with what it wrote (normally nothing).
-fn read_worker_output(stdout: ChildStdout, events: mpsc::Sender<WorkerOutput>) {
+fn read_worker_output(stdout: std::fs::File, events: mpsc::Sender<WorkerOutput>) {
     let mut stdout = BufReader::new(stdout);
     let mut first_line = String::new();
     let mut rest = Vec::new();
@@ -265,39 +344,9 @@ fn read_worker_output(stdout: ChildStdout, events: mpsc::Sender<WorkerOutput>) {
     let _ = events.send(WorkerOutput::Finished(result));
 }
 
-/// Waits for a worker whose reply pipe has closed. It normally has exited already; one that
-/// closed the pipe but keeps running is killed at `kill_at` (or after a short wait when there
-/// is no time limit, since without its reply pipe it can no longer answer).
-fn wait_for_exit(child: &mut Child, kill_at: Option<Instant>) -> Result<ExitStatus> {
-    let give_up = kill_at.unwrap_or_else(|| Instant::now() + REPLY_AFTER_EXIT);
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Ok(status),
-            Ok(None) if Instant::now() >= give_up => {
-                kill_and_reap(child);
-                return child.wait().map_err(|error| {
-                    Error::internal(format!("cannot wait for the worker process: {error}"))
-                });
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(error) => {
-                return Err(Error::internal(format!(
-                    "cannot wait for the worker process: {error}"
-                )))
-            }
-        }
-    }
-}
-
-fn kill_and_reap(child: &mut Child) {
-    // Errors mean the child has exited already; `wait` reaps it either way.
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
 /// The planner's answer from the worker's exit status and reply.
 fn interpret(
-    job: &WorkerJob,
+    subject: &str,
     status: ExitStatus,
     reply: &[u8],
 ) -> Result<Result<MemoryPlan, PlanError>> {
@@ -305,7 +354,7 @@ fn interpret(
         return Err(Error::plugin(format!(
             "{} crashed: its worker process was killed by signal {}{}; memplan itself is \
              unaffected. Report this to the planner's author, or choose another planner",
-            job.subject(),
+            subject,
             signal_name(signal),
             if status.core_dumped() {
                 " (core dumped)"
@@ -329,22 +378,22 @@ fn interpret(
         }
         (Some(0), None) if reply.is_empty() => Err(Error::plugin(format!(
             "{} ended its worker process (exit status 0) without returning a plan",
-            job.subject()
+            subject
         ))),
         (Some(0), None) => Err(Error::plugin(format!(
             "{}: the worker's reply is not readable ({} bytes starting {:?})",
-            job.subject(),
+            subject,
             reply.len(),
             String::from_utf8_lossy(&reply[..reply.len().min(80)])
         ))),
         (Some(code), _) => Err(Error::plugin(format!(
             "{} ended its worker process with exit status {code} instead of returning a plan \
              (a plugin must not exit the process)",
-            job.subject()
+            subject
         ))),
         (None, _) => Err(Error::plugin(format!(
             "{}: its worker process ended abnormally ({status})",
-            job.subject()
+            subject
         ))),
     }
 }
@@ -402,57 +451,12 @@ fn widen_pipe(pipe: &impl std::os::fd::AsRawFd) {
 #[cfg(not(target_os = "linux"))]
 fn widen_pipe(_pipe: &impl std::os::fd::AsRawFd) {}
 
-/// Makes the worker die with memplan: a worker whose parent was killed (`kill -TERM`, a
-/// terminal closed) would otherwise be re-parented to init and go on running a planner nobody
-/// waits for. Linux's parent-death signal is set in the child before `exec` and kept across
-/// it; it fires when the thread that spawned the worker ends, which is memplan's main thread
-/// (planners are run from it). Elsewhere the worker stops at its own deadline, if any.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn die_with_the_parent(command: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: runs in the forked child before exec, where only async-signal-safe calls are
-    // allowed: prctl, getppid and _exit are.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            // memplan died before the signal was set: nobody would send it now.
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn die_with_the_parent(_command: &mut Command) {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use memplan_plugin_api::PlanErrorKind;
 
-    fn job() -> WorkerJob<'static> {
-        WorkerJob {
-            planner: "p",
-            plugin_file: Path::new("/plugins/libp.so"),
-            sha256: "00",
-            allow_insecure: false,
-            timeout: None,
-            verbose: 0,
-            quiet: false,
-        }
-    }
+    const SUBJECT: &str = "planner `p` (/plugins/libp.so)";
 
     /// An exit status as `waitpid` reports it: `code << 8` for an exit, the signal number
     /// (plus 0x80 for a core dump) for a signal.
@@ -465,14 +469,14 @@ mod tests {
         let error = WorkerReply::Error(PlanError::new(PlanErrorKind::Cancelled, "stopped"));
         let plan = wire::encode_reply(&WorkerReply::Plan(MemoryPlan::default()));
         assert_eq!(
-            interpret(&job(), exited(0), &plan).unwrap().unwrap(),
+            interpret(SUBJECT, exited(0), &plan).unwrap().unwrap(),
             MemoryPlan::default()
         );
-        let answer = interpret(&job(), exited(0), &wire::encode_reply(&error)).unwrap();
+        let answer = interpret(SUBJECT, exited(0), &wire::encode_reply(&error)).unwrap();
         assert_eq!(answer.unwrap_err().kind, PlanErrorKind::Cancelled);
         // The JSON replies of earlier releases, or anything else, are not a reply.
         let json = br#"{"error":{"kind":"cancelled","message":"stopped"}}"#;
-        let garbled = interpret(&job(), exited(0), json).unwrap_err();
+        let garbled = interpret(SUBJECT, exited(0), json).unwrap_err();
         assert!(garbled.message.contains("not readable"), "{garbled}");
     }
 
@@ -480,7 +484,7 @@ mod tests {
     fn worker_failures_keep_their_exit_code() {
         let failed = WorkerReply::failed(&Error::input("bad options"));
         let reply = wire::encode_reply(&failed);
-        let error = interpret(&job(), exited(0), &reply).unwrap_err();
+        let error = interpret(SUBJECT, exited(0), &reply).unwrap_err();
         assert_eq!(
             (error.kind, error.message.as_str()),
             (ErrorKind::Input, "bad options")
@@ -499,7 +503,7 @@ mod tests {
             (exited(0), "without returning a plan"),
         ];
         for (status, expected) in cases {
-            let error = interpret(&job(), status, b"").unwrap_err();
+            let error = interpret(SUBJECT, status, b"").unwrap_err();
             assert_eq!(error.kind, ErrorKind::Plugin);
             assert!(error.message.contains(expected), "{}", error.message);
             assert!(
@@ -508,7 +512,7 @@ mod tests {
                 error.message
             );
         }
-        let garbled = interpret(&job(), exited(0), b"{\"plan\": [").unwrap_err();
+        let garbled = interpret(SUBJECT, exited(0), b"{\"plan\": [").unwrap_err();
         assert!(
             garbled.message.contains("not readable"),
             "{}",
