@@ -17,8 +17,10 @@
 //! start gets [`STARTUP_ALLOWANCE`] on top. How the child ended (signal, exit status, time
 //! limit, missing or garbled reply) becomes an exit-4 error naming the planner and its file.
 //!
-//! Forking is safe here: memplan runs planners from its main thread with no other thread
-//! running, and the child only calls the planner, writes and exits.
+//! Forking is safe here: memplan runs planners from its main thread, and the only other
+//! threads that may exist then (a previous run's pipe reader finishing, a disarmed watchdog)
+//! hold no lock the child needs (glibc's allocator makes its own locks safe across fork); the
+//! child only calls the planner, writes and exits.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -246,9 +248,9 @@ fn fork_child(
     let _ = std::io::stderr().flush();
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
-    // SAFETY: memplan forks from its main thread with no other thread running, so the child's
-    // copy of memory is consistent (no lock is held by a thread that does not exist there);
-    // the child only runs `run_child`, which never returns.
+    // SAFETY: memplan forks from its main thread while no other thread holds a lock the child
+    // needs (see the module docs), so the child's copy of memory is consistent; the child only
+    // runs `run_child`, which never returns.
     match unsafe { libc::fork() } {
         -1 => Err(Error::internal(format!(
             "--isolate: cannot start a worker process: {}",
