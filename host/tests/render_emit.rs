@@ -247,7 +247,7 @@ fn two_runs_write_byte_identical_files() {
         assert_eq!(a, b);
         let bins = a.keys().filter(|name| name.ends_with(".bin")).count();
         assert_eq!(bins, if external { 2 } else { 0 });
-        assert_eq!(a.len(), 6 + bins);
+        assert_eq!(a.len(), 6 + bins + 1, "the files and the manifest");
         fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -94,3 +94,37 @@ fn bad_output_options_are_usage_errors_reported_before_reading_the_model() {
     let entries: Vec<String> = snapshot(&dir).into_keys().collect();
     assert_eq!(entries, ["src"], "nothing else is created");
 }
+
+#[test]
+fn files_of_the_user_that_look_like_memplans_are_never_deleted() {
+    let dir = temp_dir("firmware-out");
+    let out = dir.join("fw");
+    fs::create_dir(&out).unwrap();
+    fs::write(out.join("firmware.bin"), b"\x7fELF firmware").unwrap();
+    fs::write(out.join("sensor_plan.json"), b"{\"sensor\": 1}").unwrap();
+    let before = snapshot(&out);
+    let plan = |out: &Path| {
+        run_memplan([
+            "plan".as_ref(),
+            memplan_tests::tiny_model().as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ])
+    };
+    let output = plan(&out);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("no .memplan-manifest"),
+        "{}",
+        describe(&output)
+    );
+    assert_eq!(snapshot(&out), before);
+
+    // memplan's own output directory is replaced run after run.
+    let ours = dir.join("ours");
+    for _ in 0..2 {
+        let output = plan(&ours);
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    }
+    assert!(ours.join(".memplan-manifest").is_file());
+}

@@ -42,26 +42,28 @@ impl<'a> PendingFile<'a> {
     }
 }
 
-/// Endings of every file name memplan writes into an output directory.
-pub const OUTPUT_SUFFIXES: [&str; 7] = [
-    "_tensors.h",
-    "_tensors.c",
-    "_constants.c",
-    "_residency.json",
-    "_plan.json",
-    "_layout.svg",
-    ".bin",
-];
+/// The file memplan writes into every output directory it publishes: a first line naming the
+/// format, then the name of every file it wrote, one per line. A directory is replaced only when
+/// this file lists everything in it, so that memplan never deletes what it did not write (a file
+/// name alone proves nothing: `firmware.bin` or `sensor_plan.json` of the user's would match).
+pub const MANIFEST: &str = ".memplan-manifest";
+const MANIFEST_HEADER: &str = "memplan output directory; memplan replaces it, and only it, \
+    when it lists every file in it";
 
-/// Whether `name`, in a directory holding the files `names`, is one memplan writes. A
-/// `{prefix}.tflite` (`--emit-tflite`) counts only beside memplan's `{prefix}_plan.json`, so
-/// that a directory of the user's own models is never taken for an output directory.
-fn is_memplan_output(name: &str, names: &[String]) -> bool {
-    if let Some(prefix) = name.strip_suffix(".tflite") {
-        let plan = format!("{prefix}_plan.json");
-        return names.contains(&plan);
+/// The manifest's text for `names`.
+fn manifest_text(names: &[&str]) -> String {
+    let mut text = format!("{MANIFEST_HEADER}\n");
+    for name in names {
+        text.push_str(name);
+        text.push('\n');
     }
-    OUTPUT_SUFFIXES.iter().any(|suffix| name.ends_with(suffix))
+    text
+}
+
+/// The files a manifest lists, or `None` when it is not one of memplan's.
+fn manifest_names(text: &str) -> Option<Vec<&str>> {
+    let mut lines = text.lines();
+    (lines.next()? == MANIFEST_HEADER).then(|| lines.collect())
 }
 
 fn write_error(path: &Path, error: io::Error) -> Error {
@@ -144,6 +146,13 @@ pub fn publish_pending(
         .map_err(|error| write_error(&staging, error))
         .and_then(|()| {
             write_all(files, &staging, write)?;
+            let names: Vec<&str> = files.iter().map(|file| file.name.as_str()).collect();
+            let manifest = manifest_text(&names);
+            let path = staging.join(MANIFEST);
+            write(&path, &|out: &mut dyn io::Write| {
+                out.write_all(manifest.as_bytes())
+            })
+            .map_err(|error| write_error(&path, error))?;
             sync_directory(&staging).map_err(|error| write_error(&staging, error))
         });
     if let Err(error) = written {
@@ -287,8 +296,34 @@ fn check_replaceable(out: &Path) -> Result<()> {
             foreign.push(name);
         }
     }
+    if files.is_empty() && foreign.is_empty() {
+        return Ok(());
+    }
+    let manifest = files
+        .iter()
+        .any(|name| name == MANIFEST)
+        .then(|| fs::read_to_string(out.join(MANIFEST)).ok())
+        .flatten();
+    let Some(listed) = manifest.as_deref().and_then(manifest_names) else {
+        let mut found: Vec<&String> = files.iter().chain(&foreign).collect();
+        found.sort();
+        let shown: Vec<&str> = found.iter().take(5).map(|name| name.as_str()).collect();
+        return Err(Error::input(format!(
+            "--out `{}` is not empty and memplan did not write it (it has no {MANIFEST}; it \
+             holds {}{}); memplan replaces its output directory as a whole, so give it an empty \
+             directory or one memplan wrote (directories written before memplan kept a manifest \
+             must be emptied once)",
+            out.display(),
+            shown.join(", "),
+            if found.len() > shown.len() {
+                format!(" and {} more", found.len() - shown.len())
+            } else {
+                String::new()
+            }
+        )));
+    };
     for name in &files {
-        if !is_memplan_output(name, &files) {
+        if name != MANIFEST && !listed.contains(&name.as_str()) {
             foreign.push(name.clone());
         }
     }
@@ -298,14 +333,15 @@ fn check_replaceable(out: &Path) -> Result<()> {
     } else {
         Err(Error::input(format!(
             "--out `{}` holds {} that memplan did not write ({}); memplan replaces the whole \
-             output directory, so give it an empty or memplan-only directory",
+             output directory, so move {} out or choose another --out",
             out.display(),
             if foreign.len() == 1 {
                 "an entry"
             } else {
                 "entries"
             },
-            foreign.join(", ")
+            foreign.join(", "),
+            if foreign.len() == 1 { "it" } else { "them" }
         )))
     }
 }
@@ -361,9 +397,11 @@ mod tests {
     fn a_failed_write_leaves_the_previous_output_untouched() {
         let root = scratch_dir("failed-write");
         let out = root.join("out");
-        fs::create_dir(&out).unwrap();
-        fs::write(out.join("m_tensors.h"), b"previous header").unwrap();
-        fs::write(out.join("old_layout.svg"), b"<svg/>").unwrap();
+        let previous = vec![OutputFile {
+            name: "old_layout.svg".into(),
+            contents: b"<svg/>".to_vec(),
+        }];
+        publish(&previous, &out).unwrap();
         let before = snapshot(&out);
 
         let count = std::sync::atomic::AtomicUsize::new(0);
@@ -388,13 +426,19 @@ mod tests {
     fn a_successful_run_replaces_the_whole_directory() {
         let root = scratch_dir("replace");
         let out = root.join("nested").join("out");
+        let stale = vec![OutputFile {
+            name: "stale_layout.svg".into(),
+            contents: b"stale".to_vec(),
+        }];
+        publish(&stale, &out).unwrap();
         publish(&files(), &out).unwrap();
-        fs::write(out.join("stale_layout.svg"), b"stale").unwrap();
-        publish(&files(), &out).unwrap();
-        let expected: BTreeMap<String, Vec<u8>> = files()
+        let mut expected: BTreeMap<String, Vec<u8>> = files()
             .into_iter()
             .map(|file| (file.name, file.contents))
             .collect();
+        let written: Vec<String> = files().into_iter().map(|file| file.name).collect();
+        let written: Vec<&str> = written.iter().map(String::as_str).collect();
+        expected.insert(MANIFEST.into(), manifest_text(&written).into_bytes());
         assert_eq!(snapshot(&out), expected);
         assert_eq!(
             names(&root.join("nested")),
@@ -425,19 +469,30 @@ mod tests {
     }
 
     #[test]
-    fn a_tflite_model_counts_as_memplan_output_only_beside_its_plan_file() {
-        let root = scratch_dir("models");
-        let out = root.join("models");
+    fn only_a_directory_whose_manifest_lists_everything_in_it_is_replaced() {
+        let root = scratch_dir("manifest");
+        // A firmware directory: file names that look like memplan's prove nothing.
+        let out = root.join("fw");
         fs::create_dir(&out).unwrap();
-        fs::write(out.join("vww.tflite"), b"TFL3").unwrap();
+        fs::write(out.join("firmware.bin"), b"\x7fELF").unwrap();
+        fs::write(out.join("sensor_plan.json"), b"{}").unwrap();
         let before = snapshot(&out);
         let error = publish(&files(), &out).unwrap_err();
-        assert!(error.message.contains("vww.tflite"), "{error}");
+        assert!(error.message.contains("no .memplan-manifest"), "{error}");
+        assert!(error.message.contains("firmware.bin"), "{error}");
         assert_eq!(snapshot(&out), before);
-        // memplan's own `--emit-tflite` output: replaced with the rest.
-        fs::write(out.join("vww_plan.json"), b"{}").unwrap();
-        publish(&files(), &out).unwrap();
-        assert!(!out.join("vww.tflite").exists());
+
+        // memplan's own output, then a file of the user's added to it: refused, kept.
+        let ours = root.join("ours");
+        publish(&files(), &ours).unwrap();
+        fs::write(ours.join("notes.txt"), b"mine").unwrap();
+        let error = publish(&files(), &ours).unwrap_err();
+        assert!(error.message.contains("notes.txt"), "{error}");
+        assert_eq!(fs::read(ours.join("notes.txt")).unwrap(), b"mine");
+        // A forged manifest without memplan's first line is not one.
+        fs::remove_file(ours.join("notes.txt")).unwrap();
+        fs::write(ours.join(MANIFEST), b"m_tensors.h\n").unwrap();
+        assert!(publish(&files(), &ours).is_err());
         fs::remove_dir_all(&root).unwrap();
     }
 
