@@ -130,12 +130,16 @@ pub fn publish_pending(
     write: &(dyn Fn(&Path, &WriteContents) -> io::Result<()> + Sync),
 ) -> Result<()> {
     let name = directory_name(out)?;
-    check_replaceable(out)?;
     let parent = match out.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => PathBuf::from("."),
     };
     fs::create_dir_all(&parent).map_err(|error| write_error(&parent, error))?;
+    // One run at a time publishes beside `out`; checked again under the lock, since another
+    // run may have written `out` since the command line was checked.
+    let _lock = DirectoryLock::take(&parent, out)?;
+    sweep_leftovers(&parent, &name);
+    check_replaceable(out)?;
 
     let pid = std::process::id();
     let staging = parent.join(format!("{name}.tmp-{pid}"));
@@ -203,10 +207,25 @@ fn write_all(
     results.into_iter().try_for_each(|(_, result)| result)
 }
 
-/// Renames `staging` to `out`, moving an existing `out` aside first and deleting it after.
+/// Puts `staging` in place of `out`. An existing `out` is exchanged with it in one step
+/// (Linux's `renameat2` with `RENAME_EXCHANGE`: at no moment is there no `out`, whatever kills
+/// memplan), then deleted from where `staging` was; where the exchange is not available, `out`
+/// is moved aside first and the old one deleted after.
 fn swap_into_place(staging: &Path, out: &Path, parent: &Path, name: &str, pid: u32) -> Result<()> {
     if !out.exists() {
         return fs::rename(staging, out).map_err(|error| write_error(out, error));
+    }
+    if exchange(staging, out).is_ok() {
+        // `staging` now holds the previous output.
+        if let Err(error) = fs::remove_dir_all(staging) {
+            tracing::warn!(
+                "the new output is in `{}` but the previous one could not be removed from `{}`: \
+                 {error}",
+                out.display(),
+                staging.display()
+            );
+        }
+        return Ok(());
     }
     let backup = parent.join(format!("{name}.old-{pid}"));
     if backup.exists() {
@@ -233,6 +252,125 @@ fn swap_into_place(staging: &Path, out: &Path, parent: &Path, name: &str, pid: u
         );
     }
     Ok(())
+}
+
+/// Exchanges two directories atomically.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn exchange(a: &Path, b: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = |path: &Path| {
+        std::ffi::CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+    };
+    let (a, b) = (path(a)?, path(b)?);
+    // SAFETY: both are valid NUL-terminated paths; renameat2 only renames.
+    let done = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn exchange(_a: &Path, _b: &Path) -> io::Result<()> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+/// An exclusive lock on the directory that holds `--out`, so that two runs never publish beside
+/// each other at once (one would find the other's half-done swap). A run that finds it taken
+/// says so and waits.
+struct DirectoryLock {
+    _directory: fs::File,
+}
+
+impl DirectoryLock {
+    fn take(parent: &Path, out: &Path) -> Result<DirectoryLock> {
+        let directory = fs::File::open(parent).map_err(|error| write_error(parent, error))?;
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            let fd = directory.as_raw_fd();
+            // SAFETY: flock on a descriptor we own; released when it is closed.
+            if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+                tracing::warn!(
+                    "another memplan is writing beside `{}`; waiting for it to finish",
+                    out.display()
+                );
+                // SAFETY: as above.
+                if unsafe { libc::flock(fd, libc::LOCK_EX) } != 0 {
+                    return Err(write_error(parent, io::Error::last_os_error()));
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = out;
+        Ok(DirectoryLock {
+            _directory: directory,
+        })
+    }
+}
+
+/// Removes what runs killed mid-publish left beside `out`: `<name>.tmp-<pid>` and
+/// `<name>.old-<pid>` directories of processes that no longer run. Called under the lock, so no
+/// live run is publishing them.
+fn sweep_leftovers(parent: &Path, name: &str) {
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(file_name) = file_name.to_str() else {
+            continue;
+        };
+        let pid = [".tmp-", ".old-"].iter().find_map(|marker| {
+            file_name
+                .strip_prefix(name)?
+                .strip_prefix(marker)?
+                .parse::<u32>()
+                .ok()
+        });
+        let Some(pid) = pid else {
+            continue;
+        };
+        if pid == std::process::id() || process_runs(pid) {
+            continue;
+        }
+        let path = entry.path();
+        match fs::remove_dir_all(&path) {
+            Ok(()) => tracing::info!(
+                "removed `{}`, left by memplan process {pid}, which was stopped mid-publish",
+                path.display()
+            ),
+            Err(error) => tracing::warn!("cannot remove `{}`: {error}", path.display()),
+        }
+    }
+}
+
+/// Whether process `pid` exists.
+fn process_runs(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: signal 0 only checks that the process exists.
+        let result = unsafe { libc::kill(pid, 0) };
+        result == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
 }
 
 /// The last component of `out`, which names the temporary and backup directories.
@@ -279,6 +417,21 @@ fn check_replaceable(out: &Path) -> Result<()> {
             "--out `{}` exists and is not a directory; choose another --out",
             out.display()
         )));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // Replacing a directory needs only its parent to be writable: a read-only --out would
+        // be replaced (and get a new owner and mode) against what its mode says.
+        let mode = metadata.permissions().mode();
+        if mode & 0o200 == 0 {
+            return Err(Error::input(format!(
+                "--out `{}` is read-only (mode {:o}); memplan replaces its output directory as a \
+                 whole, so make it writable (chmod u+w) or choose another --out",
+                out.display(),
+                mode & 0o7777
+            )));
+        }
     }
     let entries = fs::read_dir(out).map_err(|error| write_error(out, error))?;
     let mut files = Vec::new();
@@ -493,6 +646,70 @@ mod tests {
         fs::remove_file(ours.join("notes.txt")).unwrap();
         fs::write(ours.join(MANIFEST), b"m_tensors.h\n").unwrap();
         assert!(publish(&files(), &ours).is_err());
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_read_only_out_is_refused_and_kept() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = scratch_dir("read-only");
+        let out = root.join("out");
+        publish(&files(), &out).unwrap();
+        fs::set_permissions(&out, fs::Permissions::from_mode(0o555)).unwrap();
+        let before = snapshot(&out);
+        let error = publish(&files(), &out).unwrap_err();
+        assert!(error.message.contains("read-only (mode 555)"), "{error}");
+        assert_eq!(snapshot(&out), before);
+        fs::set_permissions(&out, fs::Permissions::from_mode(0o755)).unwrap();
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn leftovers_of_stopped_runs_are_swept_and_those_of_live_ones_kept() {
+        let root = scratch_dir("leftovers");
+        let out = root.join("out");
+        // Above Linux's largest pid (2^22): no such process. Pid 1 always runs.
+        for leftover in [
+            "out.tmp-4194399",
+            "out.old-4194398",
+            "out.tmp-1",
+            "other.tmp-4194399",
+        ] {
+            fs::create_dir(root.join(leftover)).unwrap();
+            fs::write(root.join(leftover).join("m_tensors.h"), b"half written").unwrap();
+        }
+        publish(&files(), &out).unwrap();
+        assert_eq!(names(&root), ["other.tmp-4194399", "out", "out.tmp-1"]);
+        // Publishing over an existing output exchanges the two in one step.
+        publish(&files(), &out).unwrap();
+        assert_eq!(names(&root), ["other.tmp-4194399", "out", "out.tmp-1"]);
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_second_run_waits_for_the_lock_of_the_first() {
+        let root = scratch_dir("lock");
+        let out = root.join("out");
+        let held = DirectoryLock::take(&root, &out).unwrap();
+        let (done, finished) = std::sync::mpsc::channel();
+        let waiter = {
+            let (root, out) = (root.clone(), out.clone());
+            std::thread::spawn(move || {
+                let _lock = DirectoryLock::take(&root, &out).unwrap();
+                done.send(()).unwrap();
+            })
+        };
+        assert!(
+            finished
+                .recv_timeout(std::time::Duration::from_millis(300))
+                .is_err(),
+            "the second run must wait"
+        );
+        drop(held);
+        finished
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the second run goes on once the first is done");
+        waiter.join().unwrap();
         fs::remove_dir_all(&root).unwrap();
     }
 
