@@ -332,3 +332,28 @@ fn an_in_process_crash_names_the_planner_and_suggests_isolate() {
         );
     }
 }
+
+#[test]
+fn a_planner_changing_the_working_directory_does_not_move_relative_paths() {
+    // memplan runs in a directory of its own with a relative --out: a planner's chdir("/")
+    // must not send the files to /relout.
+    let dir = misbehaving_dir("chdir");
+    let cwd = memplan_tests::temp_dir("chdir-cwd");
+    let output = memplan()
+        .current_dir(&cwd)
+        .arg("plan")
+        .arg(memplan_tests::tiny_model())
+        .args(["--planner", "fixture-chdir", "--plugin-dir"])
+        .arg(&dir)
+        .args(["--out", "relout"])
+        .output()
+        .expect("run memplan");
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(cwd.join("relout").join(".memplan-manifest").is_file());
+    assert!(!std::path::Path::new("/relout").exists());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("planner `fixture-chdir`") && stderr.contains("moved back"),
+        "{stderr}"
+    );
+}

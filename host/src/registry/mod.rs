@@ -28,6 +28,7 @@ pub mod search;
 pub mod select;
 pub mod stdout;
 pub mod trust;
+pub mod workdir;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -219,6 +220,7 @@ impl Registry {
         let required: Option<Vec<String>> = trust
             .required_hashes(selected)
             .map(|pins| pins.into_iter().map(|pin| pin.sha256.clone()).collect());
+        let _workdir = workdir::KeepWorkingDirectory::new("loading plugins");
         for dir in &searched {
             registry.scan_directory(dir, required.as_deref());
         }

@@ -144,6 +144,8 @@ pub fn run_planner(
         })
     });
     let answer = {
+        let _workdir =
+            super::workdir::KeepWorkingDirectory::new(format!("planner `{name}` ({origin})"));
         let _stdout = super::stdout::StdoutToStderr::redirect();
         let _crash = super::crash::CrashGuard::arm(name, origin);
         call_planner(name, entry, request, limits)
