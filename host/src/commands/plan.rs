@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::cli::config::PlanConfig;
 use crate::cli::Format;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::registry::select;
 use crate::registry::{Isolation, Registry};
 use crate::report::plan::{self as summary, RunReport};
@@ -119,6 +119,31 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
         Format::Json => summary::write_json(&rendered, &report, &mut stdout),
     }
     .map_err(|error| Error::internal(format!("cannot write the summary to stdout: {error}")))?;
+    let exit = wrong_plans_exit(&report);
     crate::allocator::release((analysis, checked, rendered));
-    Ok(ExitCode::SUCCESS)
+    Ok(exit)
+}
+
+/// A planner that returns a wrong plan is broken, even when another's plan is kept: the run
+/// writes the kept plan and exits 3 (the checker's code), so that CI notices.
+fn wrong_plans_exit(report: &RunReport) -> ExitCode {
+    let wrong: Vec<&str> = report
+        .candidates
+        .iter()
+        .filter(|candidate| matches!(candidate.outcome, select::CandidateOutcome::Rejected { .. }))
+        .map(|candidate| candidate.planner.as_str())
+        .collect();
+    if wrong.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    eprintln!(
+        "memplan: error: planner{} `{}` returned a wrong plan (rejected by the checker, see the \
+         summary); the plan of `{}` was written to {}, and memplan exits 3 so that the broken \
+         planner is noticed",
+        if wrong.len() == 1 { "" } else { "s" },
+        wrong.join("`, `"),
+        report.planner,
+        report.out.display()
+    );
+    ExitCode::from(ErrorKind::Rejected.exit_code())
 }
