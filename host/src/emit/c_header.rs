@@ -57,6 +57,27 @@ pub fn write_tensors_h(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
         plan.tensor_layout_hash
     )?;
     writeln!(out, "#define {pm}_NUM_STEPS {}u", plan.num_steps)?;
+    let payloads: Vec<_> = plan
+        .regions
+        .iter()
+        .filter_map(|region| region.payload.as_ref())
+        .collect();
+    if !payloads.is_empty() {
+        writeln!(
+            out,
+            "/* SHA-256 of each constant payload's bytes (its array, or its sidecar file): the \
+             plan hashes\n   cover placements only, so compare these with what was flashed. \
+             Equal to payload_sha256\n   in {p}_residency.json. */"
+        )?;
+        for payload in payloads {
+            writeln!(
+                out,
+                "#define {}_SHA256 \"{}\"",
+                payload.symbol.to_ascii_uppercase(),
+                payload.sha256
+            )?;
+        }
+    }
     if plan.external_arenas {
         writeln!(
             out,

@@ -53,6 +53,9 @@ struct ArenaRecord<'a> {
     tensor_count: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     payload_symbol: Option<&'a str>,
+    /// SHA-256 of the payload's bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payload_sha256: Option<&'a str>,
     /// Written only with external arenas.
     #[serde(skip_serializing_if = "Option::is_none")]
     sidecar: Option<&'a str>,
@@ -100,6 +103,7 @@ fn arena_record<'a>(plan: &'a RenderPlan, region: &'a Region) -> ArenaRecord<'a>
                 .count()
         }),
         payload_symbol: payload.map(|payload| payload.symbol.as_str()),
+        payload_sha256: payload.map(|payload| payload.sha256.as_str()),
         sidecar: payload
             .filter(|_| plan.external_arenas)
             .map(|payload| payload.sidecar.as_str()),

@@ -26,6 +26,9 @@ pub struct ConstantPayload {
     /// Sidecar file name written with `--external-arenas`: the symbol plus `.bin`.
     pub sidecar: String,
     pub bytes: Vec<u8>,
+    /// SHA-256 of `bytes` (64 hex digits): what firmware compares with the flashed array or
+    /// sidecar, since the plan hashes cover placements, not contents.
+    pub sha256: String,
     /// Tensors and padding, by offset, covering `bytes` exactly.
     pub segments: Vec<Segment>,
 }

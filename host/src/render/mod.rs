@@ -430,10 +430,18 @@ fn pack_payload(
     } else {
         format!("{}__blob", region.c_name)
     };
+    let sha256 = {
+        use sha2::{Digest, Sha256};
+        Sha256::digest(&bytes)
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    };
     Ok(ConstantPayload {
         sidecar: format!("{symbol}.bin"),
         symbol,
         bytes,
+        sha256,
         segments,
     })
 }
