@@ -170,6 +170,17 @@ pub fn to_json(document: &PlanDocument) -> String {
         .expect("a plan document always serializes: it has only strings and integers")
 }
 
+/// The target a plan file says it was made for (its `target` field), if any.
+pub fn planned_target(path: &Path) -> Result<Option<String>> {
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        Error::input(format!(
+            "{}: cannot read the plan file: {error}",
+            path.display()
+        ))
+    })?;
+    Ok(parse_document(path, &text)?.target)
+}
+
 /// Reads the plan file at `path` and resolves it against `analysis`.
 pub fn read_plan_file(path: &Path, analysis: &Analysis) -> Result<ReadPlan> {
     let text = std::fs::read_to_string(path).map_err(|error| {
@@ -236,6 +247,7 @@ fn resolve(document: PlanDocument, analysis: &Analysis) -> ReadPlan {
             .enumerate()
             .map(|(index, memory)| (memory.name.to_ascii_uppercase(), index as u32))
             .collect(),
+        target_count: request.memories.len(),
         unknown: Vec::new(),
     };
     let mut violations = Vec::new();
@@ -306,6 +318,8 @@ fn resolve(document: PlanDocument, analysis: &Analysis) -> ReadPlan {
 /// names are uppercase by convention), then each unknown name in order of appearance.
 struct MemoryNames {
     known: HashMap<String, u32>,
+    /// The target's memories: unknown names are numbered after them.
+    target_count: usize,
     unknown: Vec<String>,
 }
 
@@ -315,7 +329,8 @@ impl MemoryNames {
         if let Some(&index) = self.known.get(&key) {
             return index;
         }
-        let index = (self.known.len() + self.unknown.len()) as u32;
+        // Past the target's memories, in order of appearance (`known` holds both kinds).
+        let index = (self.target_count + self.unknown.len()) as u32;
         self.known.insert(key, index);
         self.unknown.push(name.to_string());
         index
@@ -393,6 +408,20 @@ mod tests {
     fn read(text: &str) -> Result<ReadPlan> {
         let document = parse_document(Path::new("plan.json"), text)?;
         Ok(resolve(document, &analysis()))
+    }
+
+    #[test]
+    fn unknown_memories_are_numbered_one_after_another_past_the_targets() {
+        let mut names = MemoryNames {
+            known: [("SRAM".to_string(), 0), ("FLASH".to_string(), 1)].into(),
+            target_count: 2,
+            unknown: Vec::new(),
+        };
+        assert_eq!(names.index("DTCM"), 2);
+        assert_eq!(names.index("MRAM"), 3);
+        assert_eq!(names.index("dtcm"), 2);
+        assert_eq!(names.index("flash"), 1);
+        assert_eq!(names.unknown, ["DTCM", "MRAM"]);
     }
 
     #[test]

@@ -192,3 +192,38 @@ fn a_plan_written_by_memplan_plan_passes_memplan_check() {
     let output = check(&model, &out.join("model_plan.json"), false);
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
 }
+
+#[test]
+fn a_plan_is_checked_against_the_target_it_was_made_for() {
+    let dir = temp_dir("check-target");
+    let model = memplan_tests::workspace_root().join("examples/tiny_conv.json");
+    let out = dir.join("out");
+    let output = run_memplan([
+        "plan".as_ref(),
+        model.as_os_str(),
+        "--target".as_ref(),
+        "apollo3_evb".as_ref(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let plan = out.join("model_plan.json");
+    // Without --target: the plan's own target.
+    let output = run_memplan(["check".as_ref(), model.as_os_str(), plan.as_os_str()]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    // Another target: a usage error naming both, never a list of internal indices.
+    let output = run_memplan([
+        "check".as_ref(),
+        model.as_os_str(),
+        plan.as_os_str(),
+        "--target".as_ref(),
+        "generic".as_ref(),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("made for target `apollo3_evb`") && stderr.contains("`generic`"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains('#'), "{stderr}");
+}

@@ -1,19 +1,22 @@
 //! `memplan check INPUT PLAN.json`: check a plan file against a model.
 //!
 //! read model → analyze → read plan file → check. Prints the verdict on stdout
-//! (`report::check`) and exits 0 (ok) or 3 (rejected).
+//! (`report::check`) and exits 0 (ok) or 3 (rejected). Without `--target`, the plan is checked
+//! against the built-in target it names; a plan checked against another target than the one
+//! it was made for is a usage error (its memories differ: every binding would be reported).
 //!
 //! `memplan check MODEL.tflite` (no plan file): check the offline plan the model carries
 //! (`check::embedded_tflite`); its offsets are what is checked, so analysis does not take them
 //! as placements to keep.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use crate::check;
-use crate::cli::config::CheckConfig;
+use crate::cli::config::{CheckConfig, TargetConfig};
 use crate::cli::Format;
-use crate::error::{ErrorKind, Result};
-use crate::input::LifetimeRule;
+use crate::error::{Error, ErrorKind, Result};
+use crate::input::{LifetimeRule, Target};
 use crate::plan_file;
 use crate::report::check::{embedded_json_report, embedded_text_report, json_report, text_report};
 
@@ -21,7 +24,19 @@ pub fn run(config: &CheckConfig) -> Result<ExitCode> {
     let Some(plan) = &config.plan else {
         return check_embedded(config);
     };
-    let analysis = super::read_and_analyze(&config.input, &config.target)?;
+    let target = target_of_the_plan(plan, &config.target)?;
+    let analysis = super::read_and_analyze(&config.input, &target)?;
+    if let Some(planned) = plan_file::planned_target(plan)? {
+        if planned != analysis.target {
+            return Err(Error::input(format!(
+                "{}: the plan was made for target `{planned}` (its \"target\" field), and it \
+                 would be checked against target `{}`: its memories differ. Check it against \
+                 the target it was made for: --target {planned} (or that target's file)",
+                plan.display(),
+                analysis.target
+            )));
+        }
+    }
     let read = plan_file::read_plan_file(plan, &analysis)?;
     let outcome = check::check_resolved_plan(&analysis, read.plan, read.resolution);
     let report = match config.format {
@@ -33,6 +48,26 @@ pub fn run(config: &CheckConfig) -> Result<ExitCode> {
         Ok(_) => ExitCode::SUCCESS,
         Err(_) => ExitCode::from(ErrorKind::Rejected.exit_code()),
     })
+}
+
+/// The target to check `plan` against: `--target` when given, else the built-in target the
+/// plan names (a plan for a target file needs that file given with `--target`).
+fn target_of_the_plan(plan: &Path, given: &TargetConfig) -> Result<TargetConfig> {
+    if given.target.is_some() {
+        return Ok(given.clone());
+    }
+    match plan_file::planned_target(plan)? {
+        Some(name) if Target::preset(&name).is_some() => Ok(TargetConfig {
+            target: Some(name),
+            ..given.clone()
+        }),
+        Some(name) if name != Target::generic().name => Err(Error::input(format!(
+            "{}: the plan was made for target `{name}`, which is not built in; give that \
+             target's file with --target FILE",
+            plan.display()
+        ))),
+        _ => Ok(given.clone()),
+    }
 }
 
 fn check_embedded(config: &CheckConfig) -> Result<ExitCode> {
