@@ -2,8 +2,12 @@
 //!
 //! Loading a library runs its code with the user's rights, so before the dynamic loader sees a
 //! file memplan
-//! - refuses it when the file or its directory is writable by group or others (anyone else
-//!   who can write there could replace the planner), unless `--allow-insecure-plugins`;
+//! - refuses it, unless `--allow-insecure-plugins`, when anyone but the user and root could
+//!   replace it (as sudo and ssh judge their files): the file itself (after following
+//!   symlinks: the file that is loaded, not a link to it) must be owned by the user or root
+//!   and not writable by group or others, and so must every directory from it up to `/`,
+//!   except that a directory others may write to is fine when it is sticky (`/tmp`: others
+//!   cannot replace what they do not own);
 //! - hashes it, so that planners can be pinned to the exact bytes the user reviewed:
 //!   `--plugin-sha256 NAME=HEX` (repeatable) and a lock file of `{"NAME": "HEX"}` pairs
 //!   (`--lock FILE`, or `memplan.lock` in the current directory when it exists).
@@ -182,16 +186,42 @@ impl OpenedPlugin {
             .metadata()
             .map_err(|error| format!("cannot be inspected: {error}"))?;
         if !allow_insecure {
-            if let Some(problem) = insecure(path, metadata.permissions().mode(), "file") {
+            use std::os::unix::fs::MetadataExt;
+            if let Some(problem) = insecure(path, metadata.permissions().mode(), "file")
+                .or_else(|| foreign_owner(path, metadata.uid(), "file"))
+            {
                 return Err(problem);
             }
-            let dir = path.parent().unwrap_or(Path::new("/"));
-            let dir_mode = std::fs::metadata(dir)
-                .map_err(|error| format!("its directory cannot be inspected: {error}"))?
-                .permissions()
-                .mode();
-            if let Some(problem) = insecure(dir, dir_mode, "directory") {
-                return Err(problem);
+            // The directories of the file that is loaded (a symlink's target, not the link).
+            let real = std::fs::canonicalize(path)
+                .map_err(|error| format!("cannot be resolved: {error}"))?;
+            for dir in real.ancestors().skip(1) {
+                let dir_metadata = std::fs::metadata(dir).map_err(|error| {
+                    format!(
+                        "its directory {} cannot be inspected: {error}",
+                        dir.display()
+                    )
+                })?;
+                let mode = dir_metadata.permissions().mode();
+                let sticky = mode & 0o1000 != 0;
+                let problem = if sticky {
+                    None
+                } else {
+                    insecure(dir, mode, "directory")
+                };
+                if let Some(problem) =
+                    problem.or_else(|| foreign_owner(dir, dir_metadata.uid(), "directory"))
+                {
+                    return Err(if real != path {
+                        format!(
+                            "{problem} (it holds {}, which {} links to)",
+                            real.display(),
+                            path.display()
+                        )
+                    } else {
+                        problem
+                    });
+                }
             }
         }
         let mut hasher = Sha256::new();
@@ -228,6 +258,21 @@ impl OpenedPlugin {
     pub fn into_load_path(self) -> PathBuf {
         self.path
     }
+}
+
+/// Why a `what` owned by `uid` is unsafe to load from, if it is: only the user and root may own
+/// what a plugin is loaded from.
+fn foreign_owner(path: &Path, uid: u32, what: &str) -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    let user = unsafe { libc::geteuid() };
+    (uid != 0 && uid != user).then(|| {
+        format!(
+            "refused: the {what} {} is owned by user {uid}, who is neither you (user {user}) nor \
+             root, so they could replace the planner; pass --allow-insecure-plugins if you \
+             trust them",
+            path.display()
+        )
+    })
 }
 
 /// Why `mode` makes `path` (a `what`) unsafe to load from, if it does.
@@ -302,6 +347,43 @@ mod tests {
         assert!(OpenedPlugin::open(&path, true).is_ok());
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         assert!(OpenedPlugin::open(&path, false).is_ok());
+    }
+
+    #[test]
+    fn the_loaded_file_and_every_directory_above_it_are_checked() {
+        let root = scratch_dir("ancestors");
+        // A symlink in a safe directory to a library in a world-writable one: refused, naming
+        // the directory that holds the real file.
+        let (safe, open) = (root.join("safe"), root.join("open"));
+        std::fs::create_dir(&safe).unwrap();
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        std::fs::write(open.join("libp.so"), b"p").unwrap();
+        std::os::unix::fs::symlink(open.join("libp.so"), safe.join("libp.so")).unwrap();
+        let reason = OpenedPlugin::open(&safe.join("libp.so"), false).unwrap_err();
+        assert!(reason.contains(&open.display().to_string()), "{reason}");
+        assert!(reason.contains("links to"), "{reason}");
+        // A safe directory under a world-writable parent: refused; sticky (like /tmp): fine.
+        let nested = open.join("plugins");
+        std::fs::create_dir(&nested).unwrap();
+        std::fs::set_permissions(&nested, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(nested.join("libq.so"), b"q").unwrap();
+        let reason = OpenedPlugin::open(&nested.join("libq.so"), false).unwrap_err();
+        assert!(reason.contains("writable by group and others"), "{reason}");
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        assert!(OpenedPlugin::open(&nested.join("libq.so"), false).is_ok());
+        // Owned by another user (only root can arrange that; elsewhere this part is skipped).
+        let other = std::process::Command::new("chown")
+            .arg("12345")
+            .arg(nested.join("libq.so"))
+            .status()
+            .is_ok_and(|status| status.success());
+        if other {
+            let reason = OpenedPlugin::open(&nested.join("libq.so"), false).unwrap_err();
+            assert!(reason.contains("owned by user 12345"), "{reason}");
+        }
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
