@@ -157,7 +157,7 @@ pub fn plan_in_worker(
             }
         }
     };
-    let status = child.wait_for_exit(kill_at)?;
+    let ending = child.wait_for_exit(kill_at)?;
     let reply = match reply {
         Some(Ok(bytes)) => bytes,
         Some(Err(error)) => {
@@ -169,11 +169,13 @@ pub fn plan_in_worker(
         None => Vec::new(),
     };
     tracing::debug!(
-        "worker for {} ended ({status}) after {:.3} s",
+        "worker for {} ended ({}) after {:.3} s, peak memory {} KiB",
         job.subject(),
-        started.elapsed().as_secs_f64()
+        ending.status,
+        started.elapsed().as_secs_f64(),
+        ending.peak_kib.unwrap_or(0)
     );
-    interpret(&job.subject(), status, &reply)
+    interpret(&job.subject(), ending, &reply)
 }
 
 /// A pipe for the child's started line and reply: (read end, write end), both closed on exec.
@@ -199,40 +201,67 @@ struct ForkedChild {
     reply: OwnedFd,
 }
 
+/// How a child ended.
+#[derive(Clone, Copy, Debug)]
+struct Ending {
+    status: ExitStatus,
+    /// The most memory the child held (resident, KiB), when known.
+    peak_kib: Option<u64>,
+    /// memplan killed it (time limit, or a closed pipe with the child still running).
+    killed_by_memplan: bool,
+}
+
 impl ForkedChild {
     /// Waits for a child whose reply pipe has closed. It normally has exited already; one that
     /// closed the pipe but keeps running is killed at `kill_at` (or after a short wait when
     /// there is no time limit, since without its reply pipe it can no longer answer).
-    fn wait_for_exit(&self, kill_at: Option<Instant>) -> Result<ExitStatus> {
+    fn wait_for_exit(&self, kill_at: Option<Instant>) -> Result<Ending> {
         let give_up = kill_at.unwrap_or_else(|| Instant::now() + REPLY_AFTER_EXIT);
         loop {
-            let mut status = 0;
-            // SAFETY: waitpid on our own child, with a valid pointer for its status.
-            match unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) } {
-                pid if pid == self.pid => return Ok(ExitStatus::from_raw(status)),
-                0 if Instant::now() >= give_up => {
-                    return Ok(self.kill_and_reap());
-                }
-                0 => std::thread::sleep(Duration::from_millis(2)),
-                _ => {
+            match self.reap(libc::WNOHANG) {
+                Ok(Some(ending)) => return Ok(ending),
+                Ok(None) if Instant::now() >= give_up => return Ok(self.kill_and_reap()),
+                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+                Err(error) => {
                     return Err(Error::internal(format!(
-                        "cannot wait for the worker process: {}",
-                        std::io::Error::last_os_error()
+                        "cannot wait for the worker process: {error}"
                     )))
                 }
             }
         }
     }
 
-    /// Kills the child (if it still runs) and reaps it; its exit status.
-    fn kill_and_reap(&self) -> ExitStatus {
+    /// Reaps the child if it has ended (or waits for it without `WNOHANG`), with its peak
+    /// memory.
+    fn reap(&self, flags: libc::c_int) -> std::io::Result<Option<Ending>> {
         let mut status = 0;
-        // SAFETY: signalling and reaping our own child; an error means it is gone already.
-        unsafe {
-            libc::kill(self.pid, libc::SIGKILL);
-            libc::waitpid(self.pid, &mut status, 0);
+        // SAFETY: zeroed rusage is a valid value for wait4 to fill.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: wait4 on our own child, with valid pointers for its status and usage.
+        match unsafe { libc::wait4(self.pid, &mut status, flags, &mut usage) } {
+            pid if pid == self.pid => Ok(Some(Ending {
+                status: ExitStatus::from_raw(status),
+                peak_kib: u64::try_from(usage.ru_maxrss).ok().filter(|&kib| kib > 0),
+                killed_by_memplan: false,
+            })),
+            0 => Ok(None),
+            _ => Err(std::io::Error::last_os_error()),
         }
-        ExitStatus::from_raw(status)
+    }
+
+    /// Kills the child (if it still runs) and reaps it.
+    fn kill_and_reap(&self) -> Ending {
+        // SAFETY: signalling our own child; an error means it is gone already.
+        unsafe { libc::kill(self.pid, libc::SIGKILL) };
+        let ending = self.reap(0).ok().flatten().unwrap_or(Ending {
+            status: ExitStatus::from_raw(libc::SIGKILL),
+            peak_kib: None,
+            killed_by_memplan: true,
+        });
+        Ending {
+            killed_by_memplan: true,
+            ..ending
+        }
     }
 }
 
@@ -347,15 +376,32 @@ fn read_worker_output(stdout: std::fs::File, events: mpsc::Sender<WorkerOutput>)
 }
 
 /// The planner's answer from the worker's exit status and reply.
-fn interpret(
-    subject: &str,
-    status: ExitStatus,
-    reply: &[u8],
-) -> Result<Result<MemoryPlan, PlanError>> {
+fn interpret(subject: &str, ending: Ending, reply: &[u8]) -> Result<Result<MemoryPlan, PlanError>> {
+    let status = ending.status;
+    let peak = ending
+        .peak_kib
+        .map(|kib| format!(" (it held up to {} MB)", kib.div_ceil(1024)))
+        .unwrap_or_default();
     if let Some(signal) = status.signal() {
+        // SIGKILL that memplan did not send: on Linux, the kernel's out-of-memory killer.
+        if signal == libc::SIGKILL && !ending.killed_by_memplan {
+            return Err(Error::plugin(format!(
+                "{subject} ran out of memory, most likely: its worker process was killed by \
+                 signal {}, which memplan did not send (the kernel's out-of-memory killer sends \
+                 it){peak}; memplan itself is unaffected. Give the planner a smaller problem or \
+                 the machine more memory, or choose another planner",
+                signal_name(signal)
+            )));
+        }
+        let out_of_memory = if signal == libc::SIGABRT {
+            "; if it printed \"memory allocation of N bytes failed\" above, it ran out of memory"
+        } else {
+            ""
+        };
         return Err(Error::plugin(format!(
-            "{} crashed: its worker process was killed by signal {}{}; memplan itself is \
-             unaffected. Report this to the planner's author, or choose another planner",
+            "{} crashed: its worker process was killed by signal {}{}{peak}{out_of_memory}; \
+             memplan itself is unaffected. Report this to the planner's author, or choose \
+             another planner",
             subject,
             signal_name(signal),
             if status.core_dumped() {
@@ -466,19 +512,55 @@ mod tests {
         ExitStatus::from_raw(code << 8)
     }
 
+    /// How a child with `status` ended on its own, its peak memory unknown.
+    fn ended(status: ExitStatus) -> Ending {
+        Ending {
+            status,
+            peak_kib: None,
+            killed_by_memplan: false,
+        }
+    }
+
+    #[test]
+    fn a_sigkill_memplan_did_not_send_is_reported_as_running_out_of_memory() {
+        let killed = Ending {
+            status: ExitStatus::from_raw(9),
+            peak_kib: Some(3 * 1024 * 1024),
+            killed_by_memplan: false,
+        };
+        let error = interpret(SUBJECT, killed, b"").unwrap_err();
+        assert!(error.message.contains("ran out of memory"), "{error}");
+        assert!(error.message.contains("up to 3072 MB"), "{error}");
+        let aborted = Ending {
+            status: ExitStatus::from_raw(6),
+            peak_kib: Some(2048),
+            killed_by_memplan: false,
+        };
+        let error = interpret(SUBJECT, aborted, b"").unwrap_err();
+        assert!(
+            error
+                .message
+                .contains("memory allocation of N bytes failed"),
+            "{error}"
+        );
+        assert!(error.message.contains("up to 2 MB"), "{error}");
+    }
+
     #[test]
     fn replies_are_read_back_as_the_worker_wrote_them() {
         let error = WorkerReply::Error(PlanError::new(PlanErrorKind::Cancelled, "stopped"));
         let plan = wire::encode_reply(&WorkerReply::Plan(MemoryPlan::default()));
         assert_eq!(
-            interpret(SUBJECT, exited(0), &plan).unwrap().unwrap(),
+            interpret(SUBJECT, ended(exited(0)), &plan)
+                .unwrap()
+                .unwrap(),
             MemoryPlan::default()
         );
-        let answer = interpret(SUBJECT, exited(0), &wire::encode_reply(&error)).unwrap();
+        let answer = interpret(SUBJECT, ended(exited(0)), &wire::encode_reply(&error)).unwrap();
         assert_eq!(answer.unwrap_err().kind, PlanErrorKind::Cancelled);
         // The JSON replies of earlier releases, or anything else, are not a reply.
         let json = br#"{"error":{"kind":"cancelled","message":"stopped"}}"#;
-        let garbled = interpret(SUBJECT, exited(0), json).unwrap_err();
+        let garbled = interpret(SUBJECT, ended(exited(0)), json).unwrap_err();
         assert!(garbled.message.contains("not readable"), "{garbled}");
     }
 
@@ -486,7 +568,7 @@ mod tests {
     fn worker_failures_keep_their_exit_code() {
         let failed = WorkerReply::failed(&Error::input("bad options"));
         let reply = wire::encode_reply(&failed);
-        let error = interpret(SUBJECT, exited(0), &reply).unwrap_err();
+        let error = interpret(SUBJECT, ended(exited(0)), &reply).unwrap_err();
         assert_eq!(
             (error.kind, error.message.as_str()),
             (ErrorKind::Input, "bad options")
@@ -505,7 +587,7 @@ mod tests {
             (exited(0), "without returning a plan"),
         ];
         for (status, expected) in cases {
-            let error = interpret(SUBJECT, status, b"").unwrap_err();
+            let error = interpret(SUBJECT, ended(status), b"").unwrap_err();
             assert_eq!(error.kind, ErrorKind::Plugin);
             assert!(error.message.contains(expected), "{}", error.message);
             assert!(
@@ -514,7 +596,7 @@ mod tests {
                 error.message
             );
         }
-        let garbled = interpret(SUBJECT, exited(0), b"{\"plan\": [").unwrap_err();
+        let garbled = interpret(SUBJECT, ended(exited(0)), b"{\"plan\": [").unwrap_err();
         assert!(
             garbled.message.contains("not readable"),
             "{}",
