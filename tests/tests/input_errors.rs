@@ -332,3 +332,23 @@ fn inputs_that_are_not_regular_files_are_refused_by_name() {
     );
     std::fs::remove_file(&big).unwrap();
 }
+
+#[test]
+fn constants_far_into_their_arena_are_input_errors_not_gigabytes_or_a_panic() {
+    // 512 MiB, 1 TiB and 2^63: memplan would write the padding out in full, or overflow.
+    for offset in ["536870912", "1099511627776", "9223372036854775808"] {
+        model_error(
+            &format!("far-constant-{offset}.json"),
+            &format!(
+                r#"{{"version": 1,
+                "tensors": [
+                  {{"id": "w", "kind": "constant", "dtype": "int8", "shape": [4],
+                    "data": "AAECAw==", "fixed_offset": {offset}}},
+                  {{"id": "x", "kind": "input", "size": 16}}],
+                "operators": [{{"type": "ADD", "inputs": ["x", "w"], "outputs": ["x"]}}],
+                "inputs": ["x"], "outputs": ["x"]}}"#
+            ),
+            &["tensor 'w'", &format!("fixed_offset {offset}"), "256 MiB"],
+        );
+    }
+}

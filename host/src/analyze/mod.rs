@@ -169,6 +169,26 @@ pub fn analyze(
             .max(tensor.alignment.unwrap_or(1))
             .max(attributes.alignment.unwrap_or(1))
             .max(memory_alignment);
+        if let Some(offset) = tensor.fixed_offset {
+            let end = offset.saturating_add(tensor.size);
+            let cap = if tensor.kind == TensorKind::Constant {
+                crate::input::model::MAX_CONSTANT_ARENA_BYTES
+            } else {
+                crate::input::model::MAX_TENSOR_BYTES
+            };
+            if end > cap {
+                return Err(Error::input(format!(
+                    "{file}: tensor '{}': fixed_offset {offset} puts its end at byte {end}, past \
+                     what memplan accepts ({cap}{}); give an offset inside the memory",
+                    tensor.id,
+                    if tensor.kind == TensorKind::Constant {
+                        ", 256 MiB: constant arenas are written out in full"
+                    } else {
+                        ""
+                    }
+                )));
+            }
+        }
         if let Some(offset) = tensor.fixed_offset.filter(|o| o % alignment != 0) {
             return Err(Error::input(format!(
                 "{file}: tensor '{}': fixed_offset {offset} is not a multiple of its alignment {alignment}; move it or lower the alignment",

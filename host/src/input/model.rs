@@ -13,6 +13,11 @@ pub use memplan_plugin_api::{Lifetime, TensorKind};
 /// anywhere near; the cap keeps offset + size sums of planners far from 64-bit overflow.
 pub const MAX_TENSOR_BYTES: u64 = 1 << 48;
 
+/// The largest constant arena memplan writes: 256 MiB. Constant arenas are written out in full
+/// (a C array and, with external arenas, a sidecar file), so a constant placed far into its
+/// arena would make memplan write gigabytes of padding; no microcontroller has that much flash.
+pub const MAX_CONSTANT_ARENA_BYTES: u64 = 1 << 28;
+
 /// The largest alignment any input may ask for: 16 MiB. Real ones are 1 to 64 bytes, MPU
 /// regions a few hundred KiB; a larger one only makes arenas absurd (an alignment of 2^62
 /// overflows offset arithmetic) or the constant arenas memplan writes enormous.

@@ -407,6 +407,14 @@ fn pack_payload(
     tensors: &[RenderedTensor],
     analysis: &Analysis,
 ) -> Result<ConstantPayload> {
+    if region.size > crate::input::model::MAX_CONSTANT_ARENA_BYTES {
+        return Err(Error::input(format!(
+            "the constant arena in {} would be {} bytes, more than memplan writes out (256 MiB): \
+             constant arenas are written in full into the C sources and sidecar files, and this \
+             plan leaves that much between its constants",
+            region.memory, region.size
+        )));
+    }
     let placed = region
         .tensors
         .iter()
