@@ -14,7 +14,7 @@ use crate::emit;
 use crate::error::{Error, Result};
 use crate::input::Constraints;
 use crate::registry::select::PlannerOptionsByName;
-use crate::registry::{Isolation, RunLimits, TrustPolicy};
+use crate::registry::{RunLimits, TrustPolicy};
 use crate::render::{self, RenderOptions};
 
 /// The time limit of an isolated planner when `--timeout` is not given: a worker that hangs
@@ -91,8 +91,8 @@ pub struct BenchConfig {
     pub target: TargetConfig,
     pub runs: u32,
     pub limits: RunLimits,
-    /// `--isolate`: how to start the workers.
-    pub isolation: Option<Isolation>,
+    /// `--isolate`: each planner runs in a child process.
+    pub isolate: bool,
     pub plugins: PluginConfig,
     pub format: BenchFormat,
     /// Draw a progress bar (not with `-q`; only on a terminal).
@@ -170,7 +170,6 @@ fn bench(args: BenchArgs, verbosity: Verbosity) -> Result<BenchConfig> {
     let options = parse::planner_options(&args.planner_options, &planners)?;
     let plugins = plugins(args.plugins)?;
     let limits = run_limits(args.timeout, args.isolate)?;
-    let isolation = args.isolate.then_some(Isolation);
     Ok(BenchConfig {
         inputs: args.inputs,
         planners,
@@ -178,7 +177,7 @@ fn bench(args: BenchArgs, verbosity: Verbosity) -> Result<BenchConfig> {
         target: target(args.target)?,
         runs: args.runs,
         limits,
-        isolation,
+        isolate: args.isolate,
         plugins,
         format: args.format,
         show_progress: !verbosity.quiet,

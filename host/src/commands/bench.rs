@@ -34,13 +34,12 @@ pub fn run(config: &BenchConfig) -> Result<ExitCode> {
                 config.runs,
                 || {
                     progress.step(&label, planner);
-                    match &config.isolation {
-                        Some(isolation) => registry.find(planner)?.run_isolated(
-                            &analysis.request,
-                            &config.limits,
-                            isolation,
-                        ),
-                        None => registry.plan(planner, &analysis.request, &config.limits),
+                    if config.isolate {
+                        registry
+                            .find(planner)?
+                            .run_isolated(&analysis.request, &config.limits)
+                    } else {
+                        registry.plan(planner, &analysis.request, &config.limits)
                     }
                 },
                 |plan| check::check_plan(&analysis, plan).map(drop),

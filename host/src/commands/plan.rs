@@ -7,7 +7,7 @@ use crate::cli::config::PlanConfig;
 use crate::cli::Format;
 use crate::error::{Error, ErrorKind, Result};
 use crate::registry::select;
-use crate::registry::{Isolation, Registry};
+use crate::registry::Registry;
 use crate::report::plan::{self as summary, RunReport};
 use crate::{check, emit, render};
 
@@ -36,7 +36,6 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
         .iter()
         .map(|name| registry.find(name))
         .collect::<Result<Vec<_>>>()?;
-    let isolation = config.isolate.then_some(Isolation);
 
     let mut timings = Vec::new();
     let mut analysis = timed(&mut timings, "read+analyze", || {
@@ -64,9 +63,10 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
             own_options = copy;
             &own_options
         };
-        let plan = match &isolation {
-            Some(isolation) => planners[index].run_isolated(request, limits, isolation)?,
-            None => planners[index].run(request, limits)?,
+        let plan = if config.isolate {
+            planners[index].run_isolated(request, limits)?
+        } else {
+            planners[index].run(request, limits)?
         };
         let check_start = Instant::now();
         let checked = check::check_plan(&analysis, plan).map_err(|violations| {

@@ -75,13 +75,7 @@ impl PlannerHandle {
     /// Runs this planner in a worker process (`--isolate`, see [`isolate`]); its failures map
     /// onto exit codes as in [`PlannerHandle::run`], and a crash, exit or time-out of the
     /// worker is exit 4.
-    pub fn run_isolated(
-        &self,
-        request: &PlanRequest,
-        limits: &RunLimits,
-        isolation: &Isolation,
-    ) -> Result<MemoryPlan> {
-        let _ = isolation;
+    pub fn run_isolated(&self, request: &PlanRequest, limits: &RunLimits) -> Result<MemoryPlan> {
         let origin = self.file.path.display().to_string();
         let job = WorkerJob {
             planner: &self.name,
@@ -94,10 +88,6 @@ impl PlannerHandle {
         run::planner_outcome(&self.name, &origin, answer, limits, started.elapsed())
     }
 }
-
-/// `--isolate`: run planners in a child process ([`isolate`]).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Isolation;
 
 impl std::fmt::Debug for PlannerHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
