@@ -404,3 +404,45 @@ fn the_out_of_tree_example_plans_every_tensor_kind_through_the_kit() {
     }
     assert_eq!(document["planner"], "fixture-vendor");
 }
+
+#[test]
+fn shipped_planners_stop_at_the_time_limit_even_where_placement_is_slow() {
+    // 160,000 buffers all live at once: the greedy packer's slow case. With --timeout 1 the
+    // shipped planners give up at the limit, saying so, instead of running on until memplan
+    // calls them unresponsive.
+    let mut csv = String::from("id,lower,upper,size\n");
+    for index in 0..160_000 {
+        csv.push_str(&format!("{index},0,1,{}\n", 16 + (index % 97) * 16));
+    }
+    let dir = memplan_tests::temp_dir("slow-placement");
+    let trace = dir.join("all_live.csv");
+    std::fs::write(&trace, csv).unwrap();
+    for planner in ["greedy-bestfit", "portfolio"] {
+        let started = std::time::Instant::now();
+        let output = memplan_tests::run_memplan([
+            "plan".as_ref(),
+            trace.as_os_str(),
+            "--planner".as_ref(),
+            planner.as_ref(),
+            "--timeout".as_ref(),
+            "1".as_ref(),
+            "--out".as_ref(),
+            dir.join("out").as_os_str(),
+        ]);
+        assert_eq!(output.status.code(), Some(4), "{}", describe(&output));
+        let stderr = stderr(&output);
+        assert!(
+            stderr.contains("stopped at the time limit while placing 160000 buffers"),
+            "{planner}: {stderr}"
+        );
+        assert!(
+            !stderr.contains("ignores the host's stop request"),
+            "{stderr}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{planner} took {:?}",
+            started.elapsed()
+        );
+    }
+}

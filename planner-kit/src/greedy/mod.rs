@@ -201,12 +201,37 @@ fn name_of<T: PartialEq>(choices: &[(&'static str, T)], value: T) -> &'static st
 /// Packs `buffers` greedily (see the module documentation). Deterministic: the same buffers
 /// in the same order always give the same offsets.
 pub fn pack_greedy(buffers: &[Buffer], order: Order, fit: Fit) -> Packing {
+    match pack_greedy_until(buffers, order, fit, &|| false) {
+        Ok(packing) => packing,
+        Err(Stopped) => unreachable!("a packing that is never asked to stop does not stop"),
+    }
+}
+
+/// [`pack_greedy`] that asks `stop` every [`STOP_POLL_EVERY`] placements whether to give up
+/// (a planner passes its host context's `should_stop`, so that `--timeout` stops it even on
+/// inputs where many buffers live at once and placement is slow).
+pub fn pack_greedy_until(
+    buffers: &[Buffer],
+    order: Order,
+    fit: Fit,
+    stop: &dyn Fn() -> bool,
+) -> Result<Packing, Stopped> {
     // The time index holds sizes and offsets in 32 bits while they fit (always, in a
     // microcontroller's memory): a packing that outgrows them starts over with 64.
-    pack_in::<u32>(buffers, order, fit, WINDOW_POINTS)
-        .or_else(|| pack_in::<u64>(buffers, order, fit, WINDOW_POINTS))
-        .expect("every end fits in 64 bits")
+    match pack_in::<u32>(buffers, order, fit, WINDOW_POINTS, stop)? {
+        Some(packing) => Ok(packing),
+        None => Ok(pack_in::<u64>(buffers, order, fit, WINDOW_POINTS, stop)?
+            .expect("every end fits in 64 bits")),
+    }
 }
+
+/// A packing given up because its `stop` callback said so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stopped;
+
+/// Placements between two calls of a packing's `stop` callback: rare enough to cost nothing,
+/// often enough to answer within milliseconds.
+pub const STOP_POLL_EVERY: u32 = 1024;
 
 /// The greedy loop, with the time index storing sizes and byte offsets as `W`, over
 /// windows of `window_points` points; `None` when a size, an alignment or an end does not
@@ -216,10 +241,11 @@ fn pack_in<W: Word>(
     order: Order,
     fit: Fit,
     window_points: u32,
-) -> Option<Packing> {
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<Packing>, Stopped> {
     let timeline = Timeline::new(buffers);
     if !W::fits(timeline.largest_value) {
-        return None;
+        return Ok(None);
     }
     let windows = Windows::new(timeline.points.len() as u32, window_points);
     let item_of = |index: u32| {
@@ -243,32 +269,48 @@ fn pack_in<W: Word>(
     }
     let mut heap = Heap::<W>::new(room, buffers.len());
     for (item, offset) in &fixed {
-        heap.place(item, *offset)?;
+        if heap.place(item, *offset).is_none() {
+            return Ok(None);
+        }
     }
     let key = PlacementKey::for_order(order, fit);
     sort_groups(&mut groups, key);
-    place_by_windows(&mut heap, &windows, &groups, key, fit)?;
-    Some(Packing {
+    let stopped = std::cell::Cell::new(false);
+    if place_by_windows(&mut heap, &windows, &groups, key, fit, stop, &stopped).is_none() {
+        return if stopped.get() {
+            Err(Stopped)
+        } else {
+            Ok(None)
+        };
+    }
+    Ok(Some(Packing {
         offsets: heap.offsets,
         height: heap.height,
         note: String::new(),
-    })
+    }))
 }
 
 /// Places the buffers of `groups` (see [`Windows::group_of`], each sorted by `key`) window
 /// by window, with the offsets placing them in `key` order
-/// would give (see the module documentation); `None` when an end does not fit in `W`.
+/// would give (see the module documentation); `None` when an end does not fit in `W`, or
+/// when `stop` said to give up (then `stopped` is set).
+#[allow(clippy::too_many_arguments)]
 fn place_by_windows<W: Word>(
     heap: &mut Heap<W>,
     windows: &Windows,
     groups: &[Vec<Item<W>>],
     key: PlacementKey,
     fit: Fit,
+    stop: &dyn Fn() -> bool,
+    stopped: &std::cell::Cell<bool>,
 ) -> Option<()> {
     let mut placer = Placer {
         heap,
         occupied: Vec::new(),
         fit,
+        stop,
+        stopped,
+        until_poll: STOP_POLL_EVERY,
     };
     let (inside, crossing) = groups.split_at(windows.count);
     // Per window, the next of its buffers to place.
@@ -355,11 +397,24 @@ struct Placer<'a, W> {
     /// Byte ranges of the placed buffers overlapping the current one in time; reused.
     occupied: Vec<Bytes<W>>,
     fit: Fit,
+    stop: &'a dyn Fn() -> bool,
+    stopped: &'a std::cell::Cell<bool>,
+    /// Placements left before `stop` is asked again.
+    until_poll: u32,
 }
 
 impl<W: Word> Placer<'_, W> {
-    /// Places `item` in the gap [`choose_gap`] picks; `None` when its end does not fit in `W`.
+    /// Places `item` in the gap [`choose_gap`] picks; `None` when its end does not fit in `W`
+    /// or when `stop` says to give up (then `stopped` is set).
     fn place(&mut self, item: &Item<W>) -> Option<()> {
+        self.until_poll -= 1;
+        if self.until_poll == 0 {
+            self.until_poll = STOP_POLL_EVERY;
+            if (self.stop)() {
+                self.stopped.set(true);
+                return None;
+            }
+        }
         self.heap.collect_overlapping(item, &mut self.occupied);
         self.occupied.sort_unstable_by_key(|bytes| bytes.offset);
         let ranges = self.occupied.iter().map(|bytes| bytes.widen());

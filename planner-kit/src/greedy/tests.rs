@@ -227,8 +227,17 @@ fn the_time_indexes_find_exactly_the_overlapping_buffers() {
             ..*b
         })
         .collect();
-    assert!(pack_in::<u32>(&buffers, Order::Size, Fit::Best, WINDOW_POINTS).is_some());
-    assert!(pack_in::<u32>(&scaled, Order::Size, Fit::Best, WINDOW_POINTS).is_none());
+    let never = &|| false;
+    assert!(
+        pack_in::<u32>(&buffers, Order::Size, Fit::Best, WINDOW_POINTS, never)
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        pack_in::<u32>(&scaled, Order::Size, Fit::Best, WINDOW_POINTS, &|| false)
+            .unwrap()
+            .is_none()
+    );
     for buffers in [buffers, scaled] {
         for (_, order) in Order::ALL {
             for (_, fit) in Fit::ALL {
@@ -238,8 +247,9 @@ fn the_time_indexes_find_exactly_the_overlapping_buffers() {
                 assert_eq!(packing.offsets, expected, "{order:?} {fit:?}");
                 // Windows of a few points: most buffers cross a window boundary.
                 for window_points in [1, 3, 16] {
-                    let windowed =
-                        pack_in::<u64>(&buffers, order, fit, window_points).expect("64 bits");
+                    let windowed = pack_in::<u64>(&buffers, order, fit, window_points, &|| false)
+                        .unwrap()
+                        .expect("64 bits");
                     assert_eq!(
                         windowed.offsets, expected,
                         "{order:?} {fit:?} {window_points}"
@@ -256,7 +266,10 @@ fn offsets_narrow_to_32_bits_only_while_every_end_fits() {
     // The larger buffer goes first, the other on top, ending at 2^32 - 1 or one byte above.
     for (size, fits) in [(top - 10, true), (top - 9, false)] {
         let buffers = vec![buffer(10, 0, 1), buffer(size, 0, 1)];
-        let narrow = pack_in::<u32>(&buffers, Order::Duration, Fit::Best, WINDOW_POINTS);
+        let narrow = pack_in::<u32>(&buffers, Order::Duration, Fit::Best, WINDOW_POINTS, &|| {
+            false
+        })
+        .unwrap();
         assert_eq!(narrow.is_some(), fits, "size {size}");
         let packing = pack_greedy(&buffers, Order::Duration, Fit::Best);
         assert_eq!(packing.offsets, vec![size, 0]);
@@ -366,4 +379,25 @@ fn packing_is_deterministic() {
     for _ in 0..3 {
         assert_eq!(pack_greedy(&buffers, Order::Size, Fit::Best), first);
     }
+}
+
+#[test]
+fn a_packing_asked_to_stop_gives_up_between_placements() {
+    // Every buffer live at once: the slow case. Asked to stop at the first poll, the packing
+    // gives up after STOP_POLL_EVERY placements; never asked, it finishes.
+    let buffers: Vec<Buffer> = (0..4 * STOP_POLL_EVERY as u64)
+        .map(|index| buffer(16 + index % 7, 0, 1))
+        .collect();
+    let polls = std::cell::Cell::new(0);
+    let stop = || {
+        polls.set(polls.get() + 1);
+        true
+    };
+    assert_eq!(
+        pack_greedy_until(&buffers, Order::Size, Fit::Best, &stop),
+        Err(Stopped)
+    );
+    assert_eq!(polls.get(), 1);
+    let packing = pack_greedy_until(&buffers, Order::Size, Fit::Best, &|| false).unwrap();
+    assert_valid_packing(&buffers, &packing);
 }

@@ -22,11 +22,14 @@
 
 use std::time::Duration;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use memplan_planner_kit::{
-    pack_greedy, plan_with_packer, Buffer, Fit, Order, Packer, Packing, PlannerOptions,
+    pack_greedy_until, plan_with_packer, Buffer, Fit, Order, Packer, Packing, PlannerOptions,
+    Stopped,
 };
 use memplan_plugin_api::bounds::{align_up, lower_bound};
-use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanRequest, Planner};
+use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanErrorKind, PlanRequest, Planner};
 
 use crate::ExactPacker;
 
@@ -102,16 +105,34 @@ impl Packer for PortfolioPacker {
             {
                 break;
             }
-            let candidates: Vec<(Packing, &str)> = std::thread::scope(|scope| {
+            // The host's stop request is asked on this thread (the context is not shared)
+            // and passed on to the other candidate's thread through `give_up`.
+            let give_up = AtomicBool::new(false);
+            let candidates: Vec<(Result<Packing, Stopped>, &str)> = std::thread::scope(|scope| {
                 let others: Vec<_> = pair[1..]
                     .iter()
                     .map(|&(order, fit, name)| {
-                        scope.spawn(move || (pack_greedy(buffers, order, fit), name))
+                        let give_up = &give_up;
+                        scope.spawn(move || {
+                            let stop = || give_up.load(Ordering::Relaxed);
+                            (pack_greedy_until(buffers, order, fit, &stop), name)
+                        })
                     })
                     .collect();
+                let asked = || {
+                    let stop = context.should_stop();
+                    if stop {
+                        give_up.store(true, Ordering::Relaxed);
+                    }
+                    stop
+                };
                 let (order, fit, name) = pair[0];
-                let mut candidates = vec![(pack_greedy(buffers, order, fit), name)];
+                let mut candidates = vec![(pack_greedy_until(buffers, order, fit, &asked), name)];
                 for other in others {
+                    while !other.is_finished() {
+                        asked();
+                        std::thread::sleep(std::time::Duration::from_millis(2));
+                    }
                     match other.join() {
                         Ok(candidate) => candidates.push(candidate),
                         Err(panic) => std::panic::resume_unwind(panic),
@@ -120,12 +141,25 @@ impl Packer for PortfolioPacker {
                 candidates
             });
             for (candidate, name) in candidates {
+                let Ok(candidate) = candidate else {
+                    continue;
+                };
                 if best
                     .as_ref()
                     .is_none_or(|(packing, _)| candidate.height < packing.height)
                 {
                     best = Some((candidate, name.to_string()));
                 }
+            }
+            if best.is_none() {
+                return Err(PlanError::new(
+                    PlanErrorKind::Cancelled,
+                    format!(
+                        "stopped at the time limit while placing {} buffers, before any greedy \
+                         candidate was complete",
+                        buffers.len()
+                    ),
+                ));
             }
         }
         let (mut packing, mut winner) = best.expect("at least one greedy candidate ran");
@@ -175,6 +209,7 @@ fn verdict(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use memplan_planner_kit::pack_greedy;
     use memplan_planner_kit::testing::{
         assert_valid_packing, buffer, rectangle_cut, tflm_greedy_medium,
     };

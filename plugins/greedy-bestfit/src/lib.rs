@@ -14,9 +14,10 @@
 //!   `{"fit":"first"}` is TFLite Micro's greedy memory planner.
 
 use memplan_planner_kit::{
-    pack_greedy, plan_with_packer, Buffer, Fit, Order, Packer, Packing, PlannerOptions,
+    pack_greedy_until, plan_with_packer, Buffer, Fit, Order, Packer, Packing, PlannerOptions,
+    Stopped,
 };
-use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanRequest, Planner};
+use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanErrorKind, PlanRequest, Planner};
 
 pub struct GreedyBestFit;
 
@@ -62,8 +63,19 @@ impl GreedyPacker {
 }
 
 impl Packer for GreedyPacker {
-    fn pack(&self, buffers: &[Buffer], _context: &HostContext) -> Result<Packing, PlanError> {
-        Ok(pack_greedy(buffers, self.order, self.fit))
+    fn pack(&self, buffers: &[Buffer], context: &HostContext) -> Result<Packing, PlanError> {
+        // Asks the host between placements, so that --timeout stops even a slow packing.
+        pack_greedy_until(buffers, self.order, self.fit, &|| context.should_stop()).map_err(
+            |Stopped| {
+                PlanError::new(
+                    PlanErrorKind::Cancelled,
+                    format!(
+                        "stopped at the time limit while placing {} buffers",
+                        buffers.len()
+                    ),
+                )
+            },
+        )
     }
 }
 
