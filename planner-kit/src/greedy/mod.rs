@@ -207,9 +207,10 @@ pub fn pack_greedy(buffers: &[Buffer], order: Order, fit: Fit) -> Packing {
     }
 }
 
-/// [`pack_greedy`] that asks `stop` every [`STOP_POLL_EVERY`] placements whether to give up
-/// (a planner passes its host context's `should_stop`, so that `--timeout` stops it even on
-/// inputs where many buffers live at once and placement is slow).
+/// [`pack_greedy`] that asks `stop` whether to give up after every [`STOP_POLL_WORK`] units of
+/// work (a placement costs one plus the buffers it is compared with), so that `--timeout`
+/// stops a planner even where many buffers live at once and one placement compares with
+/// hundreds of thousands (a planner passes its host context's `should_stop`).
 pub fn pack_greedy_until(
     buffers: &[Buffer],
     order: Order,
@@ -229,9 +230,9 @@ pub fn pack_greedy_until(
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stopped;
 
-/// Placements between two calls of a packing's `stop` callback: rare enough to cost nothing,
-/// often enough to answer within milliseconds.
-pub const STOP_POLL_EVERY: u32 = 1024;
+/// Work (placements plus buffers compared) between two calls of a packing's `stop` callback:
+/// rare enough to cost nothing, often enough to answer within milliseconds.
+pub const STOP_POLL_WORK: u64 = 1 << 16;
 
 /// The greedy loop, with the time index storing sizes and byte offsets as `W`, over
 /// windows of `window_points` points; `None` when a size, an alignment or an end does not
@@ -310,7 +311,7 @@ fn place_by_windows<W: Word>(
         fit,
         stop,
         stopped,
-        until_poll: STOP_POLL_EVERY,
+        until_poll: STOP_POLL_WORK,
     };
     let (inside, crossing) = groups.split_at(windows.count);
     // Per window, the next of its buffers to place.
@@ -399,23 +400,26 @@ struct Placer<'a, W> {
     fit: Fit,
     stop: &'a dyn Fn() -> bool,
     stopped: &'a std::cell::Cell<bool>,
-    /// Placements left before `stop` is asked again.
-    until_poll: u32,
+    /// Work left before `stop` is asked again.
+    until_poll: u64,
 }
 
 impl<W: Word> Placer<'_, W> {
     /// Places `item` in the gap [`choose_gap`] picks; `None` when its end does not fit in `W`
     /// or when `stop` says to give up (then `stopped` is set).
     fn place(&mut self, item: &Item<W>) -> Option<()> {
-        self.until_poll -= 1;
-        if self.until_poll == 0 {
-            self.until_poll = STOP_POLL_EVERY;
-            if (self.stop)() {
-                self.stopped.set(true);
-                return None;
+        self.heap.collect_overlapping(item, &mut self.occupied);
+        let work = 1 + self.occupied.len() as u64;
+        match self.until_poll.checked_sub(work) {
+            Some(left) if left > 0 => self.until_poll = left,
+            _ => {
+                self.until_poll = STOP_POLL_WORK;
+                if (self.stop)() {
+                    self.stopped.set(true);
+                    return None;
+                }
             }
         }
-        self.heap.collect_overlapping(item, &mut self.occupied);
         self.occupied.sort_unstable_by_key(|bytes| bytes.offset);
         let ranges = self.occupied.iter().map(|bytes| bytes.widen());
         let offset = choose_gap(ranges, item.size(), item.alignment(), self.fit);

@@ -383,9 +383,10 @@ fn packing_is_deterministic() {
 
 #[test]
 fn a_packing_asked_to_stop_gives_up_between_placements() {
-    // Every buffer live at once: the slow case. Asked to stop at the first poll, the packing
-    // gives up after STOP_POLL_EVERY placements; never asked, it finishes.
-    let buffers: Vec<Buffer> = (0..4 * STOP_POLL_EVERY as u64)
+    // Every buffer live at once: the slow case, where each placement compares with every
+    // buffer placed before it. Asked to stop at its first poll, the packing gives up there;
+    // never asked, it finishes.
+    let buffers: Vec<Buffer> = (0..4096u64)
         .map(|index| buffer(16 + index % 7, 0, 1))
         .collect();
     let polls = std::cell::Cell::new(0);
@@ -398,6 +399,14 @@ fn a_packing_asked_to_stop_gives_up_between_placements() {
         Err(Stopped)
     );
     assert_eq!(polls.get(), 1);
-    let packing = pack_greedy_until(&buffers, Order::Size, Fit::Best, &|| false).unwrap();
+    // The work of 4096 all-live placements (about 8 million comparisons) passes the polling
+    // interval several times.
+    let polls = std::cell::Cell::new(0);
+    let never = || {
+        polls.set(polls.get() + 1);
+        false
+    };
+    let packing = pack_greedy_until(&buffers, Order::Size, Fit::Best, &never).unwrap();
     assert_valid_packing(&buffers, &packing);
+    assert!(polls.get() >= 64, "asked {} times", polls.get());
 }
