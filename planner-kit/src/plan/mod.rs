@@ -30,6 +30,9 @@
 //!      tensors left below the limit mostly keep a valid place when the ones above leave;
 //!    - nothing to carry, or no next memory: `DoesNotFit`, naming the memory, the bytes the
 //!      arena needs and the budget;
+//!    - when tensors were carried, the plan's summary says the split between memories is
+//!      heuristic: a packer's "proven optimal" holds for each arena's own tensors, not for the
+//!      split (a better split may need fewer bytes in all);
 //!    - memories outside the scratch order that have pinned tensors are packed last, without
 //!      spill.
 //! 3. **Fixed offsets** are handed to the packers, which keep them.

@@ -136,6 +136,9 @@ impl<'a> KitState<'a> {
                 let tensors = std::mem::take(&mut set);
                 let packed = self.pack_arena(memory, tensors, set_buffers.take(), packer)?;
                 if self.fits(memory, packed.size) {
+                    if !carried.is_empty() {
+                        self.split_note(memory);
+                    }
                     self.commit(role, memory, memory, packed);
                     break;
                 }
@@ -169,6 +172,19 @@ impl<'a> KitState<'a> {
             self.commit(role, memory, memory, packed);
         }
         Ok(())
+    }
+
+    /// Says in the plan's summary that tensors were split between memories: a packer's
+    /// "proven optimal" then holds for each arena's own tensors, not for the split.
+    fn split_note(&mut self, memory: u32) {
+        let note = format!(
+            "tensors spilled out of {}: the split between memories is heuristic, so optimality \
+             claims hold per arena only",
+            self.request.memories[memory as usize].name
+        );
+        if !self.notes.contains(&note) {
+            self.notes.push(note);
+        }
     }
 
     /// Packs `tensors` (non-empty, not aliases; `buffers` their buffers when already built)
