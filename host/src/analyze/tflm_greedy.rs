@@ -19,7 +19,7 @@
 //! itself does on the device; [`MAX_SIMULATED_BUFFERS`] bounds it for hostile files (a model
 //! with more buffers than that would not run on a microcontroller anyway).
 
-use memplan_plugin_api::Lifetime;
+use memplan_plugin_api::{ArenaRole, Lifetime, PlanRequest};
 
 /// The most buffers a simulation takes (about a second at worst).
 pub const MAX_SIMULATED_BUFFERS: usize = 20_000;
@@ -32,6 +32,27 @@ pub struct TflmBuffer {
     pub lifetime: Lifetime,
     /// Offset from an offline plan; `None` when TFLM places the buffer itself.
     pub offline_offset: Option<u64>,
+}
+
+/// The buffers TFLM plans for an analysed `.tflite` model, in its allocation order: the
+/// non-empty scratch tensors (constants, variables and VAR_HANDLE outputs are constant or
+/// persistent in the request) and the kernels' scratch buffers, which follow them. `offline`
+/// gives a tensor's (by request index) offline offset, `None` to let TFLM place it.
+pub fn tflm_buffers(
+    request: &PlanRequest,
+    offline: impl Fn(usize) -> Option<u64>,
+) -> Vec<TflmBuffer> {
+    request
+        .tensors
+        .iter()
+        .enumerate()
+        .filter(|(_, tensor)| tensor.kind.role() == ArenaRole::Scratch && tensor.size > 0)
+        .map(|(index, tensor)| TflmBuffer {
+            size: tensor.size,
+            lifetime: tensor.lifetime,
+            offline_offset: offline(index),
+        })
+        .collect()
 }
 
 /// The offset TFLM gives each buffer (same order as `buffers`), or `None` when there are more
@@ -62,7 +83,7 @@ pub fn tflm_offsets(buffers: &[TflmBuffer]) -> Option<Vec<u64>> {
         live.extend(
             placed
                 .iter()
-                .filter(|&&other| overlaps(buffers[other].lifetime, wanted.lifetime))
+                .filter(|&&other| buffers[other].lifetime.overlaps(wanted.lifetime))
                 .map(|&other| (offsets[other], buffers[other].size)),
         );
         live.sort_unstable();
@@ -92,10 +113,6 @@ pub fn head(buffers: &[TflmBuffer], offsets: &[u64]) -> u64 {
 /// The head TFLM reaches for `buffers`, or `None` when there are too many to simulate.
 pub fn tflm_head(buffers: &[TflmBuffer]) -> Option<u64> {
     tflm_offsets(buffers).map(|offsets| head(buffers, &offsets))
-}
-
-fn overlaps(a: Lifetime, b: Lifetime) -> bool {
-    a.first <= b.last && b.first <= a.last
 }
 
 #[cfg(test)]

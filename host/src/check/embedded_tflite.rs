@@ -15,15 +15,13 @@
 //! With no violation, the report gives the head TFLM reaches with the plan (its online
 //! buffers, kernel scratch buffers included, placed around the offline ones, simulated).
 
+use crate::analyze::lifetimes::tflite_micro::TFLM_ALIGNMENT;
 use crate::analyze::sweep::{collisions, Span};
-use crate::analyze::tflm_greedy::{tflm_head, TflmBuffer};
+use crate::analyze::tflm_greedy::{tflm_buffers, tflm_head};
 use crate::analyze::Analysis;
 use crate::error::{Error, Result};
 use crate::input::graph::TflmRole;
-use memplan_plugin_api::{Lifetime, TensorKind};
-
-/// TFLite Micro's buffer alignment.
-const TFLM_ALIGNMENT: i32 = 16;
+use memplan_plugin_api::Lifetime;
 
 /// One problem of an embedded plan.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -144,7 +142,7 @@ pub fn check_embedded_plan(analysis: &Analysis) -> Result<EmbeddedPlanReport> {
                 ),
             }),
             TflmRole::Planned => {
-                if offset % TFLM_ALIGNMENT != 0 {
+                if u64::from(offset.unsigned_abs()) % TFLM_ALIGNMENT != 0 {
                     violations.push(EmbeddedViolation {
                         kind: "misaligned",
                         tensor: tensor.clone(),
@@ -189,32 +187,13 @@ pub fn check_embedded_plan(analysis: &Analysis) -> Result<EmbeddedPlanReport> {
 
     // TFLM's head: the offline tensors at their offsets, the rest (kernel scratch buffers
     // included) placed around them.
-    let buffers = |with_plan: bool| -> Vec<TflmBuffer> {
-        request
-            .tensors
-            .iter()
-            .enumerate()
-            .filter(|(_, tensor)| {
-                matches!(
-                    tensor.kind,
-                    TensorKind::Input | TensorKind::Output | TensorKind::Intermediate
-                ) && tensor.size > 0
-            })
-            .map(|(index, tensor)| TflmBuffer {
-                size: tensor.size,
-                lifetime: tensor.lifetime,
-                offline_offset: origin.tflite_index[index]
-                    .filter(|_| with_plan)
-                    .and_then(|position| u64::try_from(offsets[position as usize]).ok()),
-            })
-            .collect()
-    };
+    let with_plan = tflm_buffers(request, |index| origin.offline_offset(offsets, index));
     let known = origin.unknown_scratch.is_empty();
     Ok(EmbeddedPlanReport {
         offline_tensors,
         violations,
-        head: tflm_head(&buffers(true)).filter(|_| known),
-        head_alone: tflm_head(&buffers(false)).filter(|_| known),
+        head: tflm_head(&with_plan).filter(|_| known),
+        head_alone: tflm_head(&tflm_buffers(request, |_| None)).filter(|_| known),
         unknown_scratch: origin.unknown_scratch.clone(),
     })
 }

@@ -26,9 +26,8 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::input::tflite::OFFLINE_PLAN_METADATA;
 
-/// The name TFLite Micro looks the plan up by.
-const OFFLINE_PLAN_METADATA: &[u8] = b"OfflineMemoryAllocation";
 /// Version word of the entry (TFLite Micro ignores it; 1 is what its documentation shows).
 const OFFLINE_PLAN_VERSION: i32 = 1;
 

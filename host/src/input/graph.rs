@@ -70,6 +70,15 @@ pub struct TfliteOrigin {
     pub roles: Vec<TflmRole>,
 }
 
+impl TfliteOrigin {
+    /// The offset `offsets` (an `OfflineMemoryAllocation` list) gives model tensor `index`;
+    /// `None` for -1 (planned online) and for a kernel scratch buffer (not in the list).
+    pub fn offline_offset(&self, offsets: &[i32], index: usize) -> Option<u64> {
+        let position = self.tflite_index.get(index).copied().flatten()?;
+        u64::try_from(*offsets.get(position as usize)?).ok()
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GraphSubgraph {
     pub tensors: Vec<GraphTensor>,

@@ -13,9 +13,9 @@
 //! be expressed (tensors in more than one memory, an offset past 2^31), every offset is -1 —
 //! TFLM plans the model as it would alone — and [`TfliteOfflinePlan::kept_tflm_plan`] says why.
 
-use memplan_plugin_api::{ArenaRole, TensorKind};
+use memplan_plugin_api::ArenaRole;
 
-use crate::analyze::tflm_greedy::{tflm_head, TflmBuffer};
+use crate::analyze::tflm_greedy::{tflm_buffers, tflm_head};
 use crate::analyze::Analysis;
 use crate::check::CheckedPlan;
 use crate::error::{Error, Result};
@@ -74,16 +74,12 @@ pub fn offline_plan(
             *slot = Some(allocation);
         }
     }
-    // TFLM plans the non-empty scratch tensors (constants, variables and VAR_HANDLE outputs
-    // are constant or persistent here) and the kernels' scratch buffers.
+    // memplan's offset of every tensor TFLM plans (by request index), and the memories of
+    // their arenas.
     let mut planned = Vec::new();
     let mut memories = Vec::new();
     for (index, tensor) in request.tensors.iter().enumerate() {
-        let scratch = matches!(
-            tensor.kind,
-            TensorKind::Input | TensorKind::Output | TensorKind::Intermediate
-        );
-        if !scratch || tensor.size == 0 {
+        if tensor.kind.role() != ArenaRole::Scratch || tensor.size == 0 {
             continue;
         }
         let allocation = allocation_of[index]
@@ -93,23 +89,12 @@ pub fn offline_plan(
         {
             memories.push(allocation.binding.memory);
         }
-        planned.push((index, allocation.offset, tensor.size, tensor.lifetime));
+        planned.push((index, allocation.offset));
     }
-    let buffers = |offline: &dyn Fn(usize, u64) -> Option<u64>| -> Vec<TflmBuffer> {
-        planned
-            .iter()
-            .map(|&(index, offset, size, lifetime)| TflmBuffer {
-                size,
-                lifetime,
-                offline_offset: origin.tflite_index[index].and_then(|_| offline(index, offset)),
-            })
-            .collect()
-    };
-    let head_alone = tflm_head(&buffers(&|_, _| None));
+    let head_alone = tflm_head(&tflm_buffers(request, |_| None));
     let head_embedded = origin.embedded_offsets.as_ref().and_then(|embedded| {
-        tflm_head(&buffers(&|index, _| {
-            let position = origin.tflite_index[index]? as usize;
-            u64::try_from(*embedded.get(position)?).ok()
+        tflm_head(&tflm_buffers(request, |index| {
+            origin.offline_offset(embedded, index)
         }))
     });
 
@@ -123,7 +108,12 @@ pub fn offline_plan(
             )),
         ),
         (Err(problem), _) => (None, Some(problem.clone())),
-        (Ok(_), _) => (tflm_head(&buffers(&|_, offset| Some(offset))), None),
+        (Ok(offsets), _) => (
+            tflm_head(&tflm_buffers(request, |index| {
+                origin.offline_offset(offsets, index)
+            })),
+            None,
+        ),
     };
     let kept_tflm_plan = problem.or_else(|| {
         if let Some(unknown) = origin.unknown_scratch.first() {
@@ -171,10 +161,10 @@ fn more(count: usize) -> String {
 /// memplan's offset for every tensor TFLM plans, -1 for the others.
 fn memplan_offsets(
     origin: &TfliteOrigin,
-    planned: &[(usize, u64, u64, memplan_plugin_api::Lifetime)],
+    planned: &[(usize, u64)],
 ) -> std::result::Result<Vec<i32>, String> {
     let mut offsets = vec![ONLINE; origin.tensor_count];
-    for &(index, offset, _, _) in planned {
+    for &(index, offset) in planned {
         let Some(position) = origin.tflite_index[index] else {
             continue;
         };

@@ -52,7 +52,7 @@ const TAKEN_PER_FILE_BYTE: u64 = 2;
 const TAKEN_FLOOR: u64 = 4096;
 
 /// The metadata name under which TFLite Micro finds offline-planned arena offsets.
-const OFFLINE_PLAN_METADATA: &[u8] = b"OfflineMemoryAllocation";
+pub(crate) const OFFLINE_PLAN_METADATA: &[u8] = b"OfflineMemoryAllocation";
 
 /// Reads the `.tflite` model at `path`. The 8-byte header is checked before the rest is read,
 /// so that a large file that is not a TFLite model is refused at once.
