@@ -137,13 +137,9 @@ pub fn to_document(analysis: &Analysis, checked: &CheckedPlan, planner: &str) ->
             AllocationEntry {
                 tensor: TensorId::Text(analysis.request.tensors[index].id.to_string()),
                 // Informational, and only where it says more than the id.
-                name: analysis
-                    .names
-                    .get(index)
-                    .filter(|name| {
-                        !name.is_empty() && **name != analysis.request.tensors[index].id.as_str()
-                    })
-                    .cloned(),
+                name: Some(analysis.name_of(index))
+                    .filter(|name| *name != analysis.request.tensors[index].id.as_str())
+                    .map(str::to_string),
                 role: binding.role,
                 memory: memory_name(binding.memory),
                 source_memory: source_name(binding.memory, binding.source_memory),
@@ -170,26 +166,20 @@ pub fn to_json(document: &PlanDocument) -> String {
         .expect("a plan document always serializes: it has only strings and integers")
 }
 
-/// The target a plan file says it was made for (its `target` field), if any.
-pub fn planned_target(path: &Path) -> Result<Option<String>> {
+/// Reads and parses the plan file at `path` (names are resolved by [`resolve`]).
+pub fn read_document(path: &Path) -> Result<PlanDocument> {
     let text = std::fs::read_to_string(path).map_err(|error| {
         Error::input(format!(
             "{}: cannot read the plan file: {error}",
             path.display()
         ))
     })?;
-    Ok(parse_document(path, &text)?.target)
+    parse_document(path, &text)
 }
 
 /// Reads the plan file at `path` and resolves it against `analysis`.
 pub fn read_plan_file(path: &Path, analysis: &Analysis) -> Result<ReadPlan> {
-    let text = std::fs::read_to_string(path).map_err(|error| {
-        Error::input(format!(
-            "{}: cannot read the plan file: {error}",
-            path.display()
-        ))
-    })?;
-    read_plan_text(path, &text, analysis)
+    Ok(resolve(read_document(path)?, analysis))
 }
 
 /// Reads plan file text (`path` only names it in messages) and resolves it against
@@ -232,7 +222,7 @@ pub fn parse_document(path: &Path, text: &str) -> Result<PlanDocument> {
 
 /// Turns names into request indices. Unknown memories get indices past the target's own
 /// (named in the resolution); allocations of unknown tensors are dropped and reported.
-fn resolve(document: PlanDocument, analysis: &Analysis) -> ReadPlan {
+pub fn resolve(document: PlanDocument, analysis: &Analysis) -> ReadPlan {
     let request = &analysis.request;
     let tensor_index: HashMap<&str, u32> = request
         .tensors

@@ -24,10 +24,11 @@ pub fn run(config: &CheckConfig) -> Result<ExitCode> {
     let Some(plan) = &config.plan else {
         return check_embedded(config);
     };
-    let target = target_of_the_plan(plan, &config.target)?;
+    let document = plan_file::read_document(plan)?;
+    let target = target_of_the_plan(plan, document.target.as_deref(), &config.target)?;
     let analysis = super::read_and_analyze(&config.input, &target)?;
-    if let Some(planned) = plan_file::planned_target(plan)? {
-        if planned != analysis.target {
+    if let Some(planned) = &document.target {
+        if *planned != analysis.target {
             return Err(Error::input(format!(
                 "{}: the plan was made for target `{planned}` (its \"target\" field), and it \
                  would be checked against target `{}`: its memories differ. Check it against \
@@ -37,7 +38,7 @@ pub fn run(config: &CheckConfig) -> Result<ExitCode> {
             )));
         }
     }
-    let read = plan_file::read_plan_file(plan, &analysis)?;
+    let read = plan_file::resolve(document, &analysis);
     let outcome = check::check_resolved_plan(&analysis, read.plan, read.resolution);
     let report = match config.format {
         Format::Text => text_report(plan, &read.planner, &analysis, &outcome),
@@ -51,14 +52,18 @@ pub fn run(config: &CheckConfig) -> Result<ExitCode> {
 }
 
 /// The target to check `plan` against: `--target` when given, else the built-in target the
-/// plan names (a plan for a target file needs that file given with `--target`).
-fn target_of_the_plan(plan: &Path, given: &TargetConfig) -> Result<TargetConfig> {
+/// plan names (`planned`; a plan for a target file needs that file given with `--target`).
+fn target_of_the_plan(
+    plan: &Path,
+    planned: Option<&str>,
+    given: &TargetConfig,
+) -> Result<TargetConfig> {
     if given.target.is_some() {
         return Ok(given.clone());
     }
-    match plan_file::planned_target(plan)? {
-        Some(name) if Target::preset(&name).is_some() => Ok(TargetConfig {
-            target: Some(name),
+    match planned {
+        Some(name) if Target::preset(name).is_some() => Ok(TargetConfig {
+            target: Some(name.to_string()),
             ..given.clone()
         }),
         Some(name) if name != Target::generic().name => Err(Error::input(format!(
