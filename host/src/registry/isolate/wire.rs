@@ -1,26 +1,23 @@
-//! The binary form of a plan request and of a worker's reply on the pipes between memplan and
-//! its `--isolate` worker. Both ends are the same memplan executable, so the form is private
-//! to it and may change with any release.
+//! The binary form of a worker's reply on the pipe from memplan's `--isolate` child. Both ends
+//! are the same memplan executable, so the form is private to it and may change with any
+//! release.
 //!
-//! Why not JSON: at a million tensors the request and the plan are each tens of megabytes, and
-//! JSON made `--isolate` seven times slower than planning in-process (100,000 buffers: 41 ms in
-//! process, 300 ms isolated). Here every record has a fixed layout (strings are a length and
-//! bytes), little-endian, so encoding is a copy and decoding a bounds-checked read.
+//! Why not JSON: at a million tensors the plan is tens of megabytes, and JSON made `--isolate`
+//! several times slower than planning in-process. Here every record has a fixed layout
+//! (strings are a length and bytes), little-endian, so encoding is a copy and decoding a
+//! bounds-checked read. (The request needs no form: the child is forked holding it.)
 //!
 //! The reply comes from a process running a plugin, which may have been damaged by it:
 //! decoding checks every length against what is left, every tag and every enum value, and
 //! fails with an error, never a panic.
 
-use abi_stable::std_types::{ROption, RString, RVec};
+use abi_stable::std_types::{RString, RVec};
 use memplan_plugin_api::{
-    AliasOf, Allocation, Arena, ArenaRole, Binding, Lifetime, MemoryPlan, MemoryRequest, PlanError,
-    PlanErrorKind, PlanRequest, TensorKind, TensorRequest,
+    Allocation, Arena, ArenaRole, Binding, MemoryPlan, PlanError, PlanErrorKind,
 };
 
 use super::WorkerReply;
 
-/// First bytes of a request.
-const REQUEST_MAGIC: &[u8; 8] = b"MPLNREQ1";
 /// First bytes of a reply.
 const REPLY_MAGIC: &[u8; 8] = b"MPLNREP1";
 
@@ -54,24 +51,6 @@ impl Writer {
     fn str(&mut self, text: &str) {
         self.count(text.len());
         self.0.extend_from_slice(text.as_bytes());
-    }
-    fn option_u32(&mut self, value: ROption<u32>) {
-        match value {
-            ROption::RSome(value) => {
-                self.u8(1);
-                self.u32(value);
-            }
-            ROption::RNone => self.u8(0),
-        }
-    }
-    fn option_u64(&mut self, value: ROption<u64>) {
-        match value {
-            ROption::RSome(value) => {
-                self.u8(1);
-                self.u64(value);
-            }
-            ROption::RNone => self.u8(0),
-        }
     }
 }
 
@@ -120,27 +99,6 @@ impl<'a> Reader<'a> {
         std::str::from_utf8(self.take(len)?)
             .map_err(|_| WireError("a string that is not UTF-8".into()))
     }
-    fn flag(&mut self) -> Decoded<bool> {
-        match self.u8()? {
-            0 => Ok(false),
-            1 => Ok(true),
-            other => Err(WireError(format!("flag {other}, expected 0 or 1"))),
-        }
-    }
-    fn option_u32(&mut self) -> Decoded<ROption<u32>> {
-        Ok(if self.flag()? {
-            ROption::RSome(self.u32()?)
-        } else {
-            ROption::RNone
-        })
-    }
-    fn option_u64(&mut self) -> Decoded<ROption<u64>> {
-        Ok(if self.flag()? {
-            ROption::RSome(self.u64()?)
-        } else {
-            ROption::RNone
-        })
-    }
     fn magic(&mut self, magic: &[u8; 8], what: &str) -> Decoded<()> {
         if self.take(8).ok() == Some(&magic[..]) {
             Ok(())
@@ -158,27 +116,6 @@ impl<'a> Reader<'a> {
             )))
         }
     }
-}
-
-fn kind_code(kind: TensorKind) -> u8 {
-    match kind {
-        TensorKind::Input => 0,
-        TensorKind::Output => 1,
-        TensorKind::Intermediate => 2,
-        TensorKind::Constant => 3,
-        TensorKind::Persistent => 4,
-    }
-}
-
-fn kind_of(code: u8) -> Decoded<TensorKind> {
-    Ok(match code {
-        0 => TensorKind::Input,
-        1 => TensorKind::Output,
-        2 => TensorKind::Intermediate,
-        3 => TensorKind::Constant,
-        4 => TensorKind::Persistent,
-        other => return Err(WireError(format!("tensor kind {other}"))),
-    })
 }
 
 fn role_code(role: ArenaRole) -> u8 {
@@ -216,99 +153,6 @@ fn error_kind_of(code: u8) -> Decoded<PlanErrorKind> {
         3 => PlanErrorKind::Panicked,
         4 => PlanErrorKind::Failed,
         other => return Err(WireError(format!("plan error kind {other}"))),
-    })
-}
-
-/// The request in binary form.
-pub fn encode_request(request: &PlanRequest) -> Vec<u8> {
-    // About 50 bytes per tensor with a short id.
-    let mut out = Writer(Vec::with_capacity(64 + request.tensors.len() * 56));
-    out.0.extend_from_slice(REQUEST_MAGIC);
-    out.u32(request.num_steps);
-    out.str(&request.options);
-    out.count(request.memories.len());
-    for memory in request.memories.iter() {
-        out.str(&memory.name);
-        out.option_u64(memory.budget);
-        out.u8(u8::from(memory.writable));
-        out.option_u32(memory.scratch_order);
-        out.u64(memory.arena_alignment);
-    }
-    out.count(request.tensors.len());
-    for tensor in request.tensors.iter() {
-        out.str(&tensor.id);
-        out.u8(kind_code(tensor.kind));
-        out.u64(tensor.size);
-        out.u64(tensor.alignment);
-        out.u32(tensor.lifetime.first);
-        out.u32(tensor.lifetime.last);
-        match tensor.alias_of {
-            ROption::RSome(alias) => {
-                out.u8(1);
-                out.u32(alias.root);
-                out.u64(alias.offset);
-            }
-            ROption::RNone => out.u8(0),
-        }
-        out.option_u64(tensor.fixed_offset);
-        out.option_u32(tensor.memory);
-        out.option_u32(tensor.source_memory);
-    }
-    out.0
-}
-
-/// A request from its binary form.
-pub fn decode_request(bytes: &[u8]) -> Decoded<PlanRequest> {
-    let mut input = Reader { bytes };
-    input.magic(REQUEST_MAGIC, "plan request")?;
-    let num_steps = input.u32()?;
-    let options = RString::from(input.str()?);
-    let memory_count = input.count(8 + 1 + 1 + 1 + 8)?;
-    let mut memories = RVec::with_capacity(memory_count);
-    for _ in 0..memory_count {
-        memories.push(MemoryRequest {
-            name: RString::from(input.str()?),
-            budget: input.option_u64()?,
-            writable: input.flag()?,
-            scratch_order: input.option_u32()?,
-            arena_alignment: input.u64()?,
-        });
-    }
-    // Id length, kind, size, alignment, lifetime, four tags.
-    let tensor_count = input.count(8 + 1 + 8 + 8 + 8 + 4)?;
-    let mut tensors = RVec::with_capacity(tensor_count);
-    for _ in 0..tensor_count {
-        let id = RString::from(input.str()?);
-        let kind = kind_of(input.u8()?)?;
-        let size = input.u64()?;
-        let alignment = input.u64()?;
-        let lifetime = Lifetime::new(input.u32()?, input.u32()?);
-        let alias_of = if input.flag()? {
-            ROption::RSome(AliasOf {
-                root: input.u32()?,
-                offset: input.u64()?,
-            })
-        } else {
-            ROption::RNone
-        };
-        tensors.push(TensorRequest {
-            id,
-            kind,
-            size,
-            alignment,
-            lifetime,
-            alias_of,
-            fixed_offset: input.option_u64()?,
-            memory: input.option_u32()?,
-            source_memory: input.option_u32()?,
-        });
-    }
-    input.end()?;
-    Ok(PlanRequest {
-        tensors,
-        memories,
-        num_steps,
-        options,
     })
 }
 
@@ -415,43 +259,6 @@ pub fn decode_reply(bytes: &[u8]) -> Decoded<WorkerReply> {
 mod tests {
     use super::*;
 
-    fn request() -> PlanRequest {
-        let tensor =
-            |id: &str, kind, alias: Option<(u32, u64)>, fixed: Option<u64>| TensorRequest {
-                id: RString::from(id),
-                kind,
-                size: 48,
-                alignment: 16,
-                lifetime: Lifetime::new(1, 3),
-                alias_of: alias.map(|(root, offset)| AliasOf { root, offset }).into(),
-                fixed_offset: fixed.into(),
-                memory: ROption::RSome(1),
-                source_memory: ROption::RNone,
-            };
-        PlanRequest {
-            tensors: RVec::from(vec![
-                tensor("in", TensorKind::Input, None, Some(32)),
-                tensor("vue/ü", TensorKind::Intermediate, Some((0, 16)), None),
-                tensor("w", TensorKind::Constant, None, None),
-            ]),
-            memories: RVec::from(vec![MemoryRequest {
-                name: RString::from("SRAM"),
-                budget: ROption::RSome(4096),
-                writable: true,
-                scratch_order: ROption::RSome(0),
-                arena_alignment: 16,
-            }]),
-            num_steps: 5,
-            options: RString::from("{\"fit\":\"first\"}"),
-        }
-    }
-
-    #[test]
-    fn a_request_comes_back_as_it_went() {
-        let request = request();
-        assert_eq!(decode_request(&encode_request(&request)), Ok(request));
-    }
-
     #[test]
     fn every_reply_comes_back_as_it_went() {
         let binding = Binding {
@@ -491,9 +298,33 @@ mod tests {
 
     #[test]
     fn damaged_bytes_are_errors_never_panics() {
-        let bytes = encode_request(&request());
+        let plan = MemoryPlan {
+            arenas: RVec::from(vec![Arena {
+                role: ArenaRole::Scratch,
+                memory: 0,
+                source_memory: 0,
+                size: 128,
+                alignment: 16,
+            }]),
+            allocations: RVec::from(vec![
+                Allocation {
+                    tensor: 0,
+                    binding: Binding {
+                        role: ArenaRole::Scratch,
+                        memory: 0,
+                        source_memory: 0,
+                        offset: 0,
+                    },
+                    offset: 0,
+                    size: 48,
+                };
+                3
+            ]),
+            summary: RString::from("vue/ü"),
+        };
+        let bytes = encode_reply(&WorkerReply::Plan(plan));
         for cut in 0..bytes.len() {
-            assert!(decode_request(&bytes[..cut]).is_err(), "cut at {cut}");
+            assert!(decode_reply(&bytes[..cut]).is_err(), "cut at {cut}");
         }
         let mut state = 0x9e37_79b9_7f4a_7c15_u64;
         for _ in 0..2000 {
@@ -505,7 +336,7 @@ mod tests {
                 let at = (state % damaged.len() as u64) as usize;
                 damaged[at] = (state >> 32) as u8;
             }
-            let _ = decode_request(&damaged);
+            let _ = decode_reply(&damaged);
         }
         let reply = encode_reply(&WorkerReply::Failed {
             exit_code: 4,
