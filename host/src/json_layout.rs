@@ -130,10 +130,7 @@ pub fn to_string<T: Serialize + ?Sized>(
     pretty_depth: usize,
 ) -> serde_json::Result<String> {
     let mut bytes = Vec::with_capacity(4096);
-    let mut serializer =
-        serde_json::Serializer::with_formatter(&mut bytes, ShallowPretty::new(pretty_depth));
-    value.serialize(&mut serializer)?;
-    bytes.push(b'\n');
+    to_writer(&mut bytes, value, pretty_depth).map_err(serde_json::Error::io)?;
     // serde_json writes valid UTF-8.
     Ok(String::from_utf8(bytes).expect("serde_json writes UTF-8"))
 }

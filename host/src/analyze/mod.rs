@@ -273,14 +273,12 @@ pub fn analyze(
 impl Analysis {
     /// The name of tensor `index`: its own, or its id when the model gave it none.
     pub fn name_of(&self, index: usize) -> &str {
-        match self.names.get(index) {
-            Some(name) if !name.is_empty() => name,
-            _ => self
-                .request
-                .tensors
-                .get(index)
-                .map_or("", |tensor| tensor.id.as_str()),
-        }
+        let id = self
+            .request
+            .tensors
+            .get(index)
+            .map_or("", |tensor| tensor.id.as_str());
+        name_or_id(&self.names, index, id)
     }
 
     /// Fails with exit 5 when the tensors pinned to a memory alone exceed its budget (see
@@ -290,6 +288,14 @@ impl Analysis {
             Some(error) => Err(error),
             None => Ok(()),
         }
+    }
+}
+
+/// `names[index]`, or `id` when that is empty (the tensor has no name of its own).
+pub fn name_or_id<'a>(names: &'a [String], index: usize, id: &'a str) -> &'a str {
+    match names.get(index) {
+        Some(name) if !name.is_empty() => name,
+        _ => id,
     }
 }
 

@@ -137,12 +137,7 @@ impl Checker<'_> {
         TensorName {
             index: Some(index),
             id: tensor.id.to_string(),
-            name: self
-                .names
-                .get(index as usize)
-                .filter(|name| !name.is_empty())
-                .cloned()
-                .unwrap_or_else(|| tensor.id.to_string()),
+            name: crate::analyze::name_or_id(self.names, index as usize, &tensor.id).to_string(),
         }
     }
 

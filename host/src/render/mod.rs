@@ -440,10 +440,7 @@ fn pack_payload(
     };
     let sha256 = {
         use sha2::{Digest, Sha256};
-        Sha256::digest(&bytes)
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect()
+        format!("{:x}", Sha256::digest(&bytes))
     };
     Ok(ConstantPayload {
         sidecar: format!("{symbol}.bin"),
