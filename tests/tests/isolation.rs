@@ -94,7 +94,10 @@ fn an_isolated_cooperative_planner_reports_the_time_limit() {
 
 #[test]
 fn a_cooperative_planner_stops_at_the_timeout_in_process() {
-    let output = plan("fixture-cooperative-slow", &["--timeout", "1"]);
+    let output = plan(
+        "fixture-cooperative-slow",
+        &["--timeout", "1", "--isolate=never"],
+    );
     let message = failed_with(&output, 4);
     assert!(
         message.contains("planner `fixture-cooperative-slow` stopped at the time limit (1 s"),
@@ -105,7 +108,7 @@ fn a_cooperative_planner_stops_at_the_timeout_in_process() {
 #[test]
 fn a_planner_ignoring_the_timeout_in_process_is_given_up_on_quickly() {
     let started = Instant::now();
-    let output = plan("fixture-hangs", &["--timeout", "1"]);
+    let output = plan("fixture-hangs", &["--timeout", "1", "--isolate=never"]);
     let message = failed_with(&output, 4);
     assert!(message.contains("planner `fixture-hangs`"), "{message}");
     assert!(message.contains("Rerun with --isolate"), "{message}");
@@ -239,11 +242,10 @@ fn killing_memplan_ends_its_isolated_worker() {
 
 #[test]
 fn a_planner_printing_on_stdout_does_not_corrupt_the_json_output() {
-    // In process and isolated: what the plugin prints goes to stderr.
-    for extra in [&[][..], &["--isolate"][..]] {
-        let mut args = vec!["--format", "json"];
-        args.extend_from_slice(extra);
-        let output = plan("fixture-prints", &args);
+    // In process, what the plugin prints goes to stderr. (Sandboxed, printing on stdout
+    // stops the planner: tests/tests/sandbox.rs.)
+    {
+        let output = plan("fixture-prints", &["--format", "json", "--isolate=never"]);
         assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
         let document: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
             panic!(
@@ -265,6 +267,7 @@ fn a_planner_printing_on_stdout_does_not_corrupt_the_json_output() {
         .args([
             "--planner",
             "fixture-prints",
+            "--isolate=never",
             "--runs",
             "2",
             "--format",
@@ -320,7 +323,7 @@ fn an_in_process_crash_names_the_planner_and_suggests_isolate() {
         ("fixture-aborts", "with SIGABRT"),
         ("fixture-exits", "by calling exit"),
     ] {
-        let output = plan(planner, &[]);
+        let output = plan(planner, &["--isolate=never"]);
         let message = failed_with(&output, 4);
         let ended = message.contains(&format!("crashed memplan's process {how}"))
             || message.contains(&format!("ended memplan's process {how}"));
@@ -343,7 +346,12 @@ fn a_planner_changing_the_working_directory_does_not_move_relative_paths() {
         .current_dir(&cwd)
         .arg("plan")
         .arg(memplan_tests::tiny_model())
-        .args(["--planner", "fixture-chdir", "--plugin-dir"])
+        .args([
+            "--planner",
+            "fixture-chdir",
+            "--isolate=never",
+            "--plugin-dir",
+        ])
         .arg(&dir)
         .args(["--out", "relout"])
         .output()

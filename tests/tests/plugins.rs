@@ -73,8 +73,17 @@ fn planners_json_lists_linear_with_the_sha256_of_its_file() {
     let linear = planner(&document, "linear").expect("linear is listed");
     assert_eq!(
         keys(linear),
-        ["description", "name", "path", "sha256", "version"]
+        [
+            "description",
+            "name",
+            "path",
+            "sha256",
+            "shipped",
+            "version"
+        ]
     );
+    // Found beside the memplan executable: memplan's own, run in process by default.
+    assert_eq!(linear["shipped"], true);
     let path = Path::new(linear["path"].as_str().expect("path is a string"));
     assert_eq!(
         path.parent(),
@@ -364,7 +373,12 @@ fn a_planner_that_ignores_the_timeout_is_given_up_on_with_exit_4() {
     let library = fixture_plugin("misbehaving");
     let dir = plugin_dir_with("plan-hangs", &[(&library, &library_file_name("stuck"))]);
     let started = std::time::Instant::now();
-    let output = plan_tiny("fixture-hangs", &dir, &["--timeout", "0.2"]);
+    // In process (a third-party planner would be sandboxed by default, and killed there).
+    let output = plan_tiny(
+        "fixture-hangs",
+        &dir,
+        &["--timeout", "0.2", "--isolate=never"],
+    );
     let message = failed_with(&output, 4);
     assert!(message.contains("planner `fixture-hangs`"), "{message}");
     assert!(message.contains("did not stop"), "{message}");

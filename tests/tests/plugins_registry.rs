@@ -2,7 +2,7 @@
 //! test process: the workspace's `linear` and the fixture plugins. (The `plan` command runs the
 //! same path once a model can be read; see plugins.rs.)
 
-use memplan::registry::{Registry, RunLimits};
+use memplan::registry::{Isolation, Registry, RunLimits};
 use memplan::ErrorKind;
 use memplan_planner_kit::testing::{memory, tensor};
 use memplan_plugin_api::abi_stable::std_types::{RString, RVec};
@@ -51,7 +51,12 @@ fn an_out_of_tree_planner_runs_by_name() {
     let dir = plugin_dir_with("registry-vendor", &[(&library, &library_file_name("acme"))]);
     let registry = Registry::scan(vec![dir.canonicalize().unwrap()]);
     let plan = registry
-        .plan("fixture-vendor", &request(), &RunLimits::default())
+        .plan(
+            "fixture-vendor",
+            &request(),
+            &RunLimits::default(),
+            Isolation::Never,
+        )
         .expect("the fixture plans");
     assert!(
         plan.summary
@@ -71,7 +76,12 @@ fn a_panic_in_a_plugin_is_exit_4_and_the_host_goes_on() {
         plugin_dir().canonicalize().unwrap(),
     ]);
     let error = registry
-        .plan("fixture-panics", &request(), &RunLimits::default())
+        .plan(
+            "fixture-panics",
+            &request(),
+            &RunLimits::default(),
+            Isolation::Never,
+        )
         .expect_err("the planner panics");
     assert_eq!(error.kind, ErrorKind::Plugin);
     assert!(
@@ -88,6 +98,11 @@ fn a_panic_in_a_plugin_is_exit_4_and_the_host_goes_on() {
     );
     // Still alive, and other planners still work.
     registry
-        .plan("linear", &request(), &RunLimits::default())
+        .plan(
+            "linear",
+            &request(),
+            &RunLimits::default(),
+            Isolation::Never,
+        )
         .expect("linear still plans after a panic elsewhere");
 }

@@ -67,6 +67,41 @@ pub struct PluginArgs {
     pub lock: Option<PathBuf>,
 }
 
+/// When planners run in a sandboxed child process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum IsolateWhen {
+    /// Every planner in memplan's process, with the user's rights.
+    Never,
+    /// Every planner in a sandboxed child process.
+    Always,
+    /// Planners from outside memplan's installation sandboxed, memplan's own in process.
+    Auto,
+}
+
+/// `--isolate` and the limits of an isolated planner.
+#[derive(Args, Debug, Clone)]
+pub struct IsolationArgs {
+    /// Run planners in a sandboxed child process (no files, network or processes; memory and
+    /// CPU limits; time limit 600 s unless --timeout says otherwise), so that a crashing or
+    /// untrusted plugin cannot take the host down or act with your rights. `--isolate` alone
+    /// means `always`; the default `auto` sandboxes planners from outside memplan's
+    /// installation.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        default_value = "auto",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "always"
+    )]
+    pub isolate: IsolateWhen,
+    /// Memory a sandboxed planner may allocate: BYTES, may end in K/KiB, M/MiB or G/GiB
+    /// (default: half of the machine's memory).
+    #[arg(long = "plan-memory-limit", value_name = "BYTES")]
+    pub plan_memory_limit: Option<String>,
+}
+
 /// The target and the constraints on its memories.
 #[derive(Args, Debug, Clone, Default)]
 pub struct TargetArgs {
@@ -109,10 +144,8 @@ pub struct PlanArgs {
     /// TensorFlow Lite Micro's offline plan (`OfflineMemoryAllocation` metadata).
     #[arg(long = "emit-tflite")]
     pub emit_tflite: bool,
-    /// Run the planner in a child process, so a crashing plugin cannot take the host down
-    /// (time limit 600 s unless --timeout says otherwise).
-    #[arg(long)]
-    pub isolate: bool,
+    #[command(flatten)]
+    pub isolation: IsolationArgs,
     /// Stop the planner after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
@@ -173,10 +206,8 @@ pub struct BenchArgs {
     /// Stop a planner run after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
-    /// Run each planner in a child process: a planner that crashes or hangs fails its own
-    /// rows, and the table goes on.
-    #[arg(long)]
-    pub isolate: bool,
+    #[command(flatten)]
+    pub isolation: IsolationArgs,
     #[command(flatten)]
     pub plugins: PluginArgs,
     /// Output on stdout.

@@ -3,24 +3,18 @@
 //! this returns and never see a raw command-line string.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use super::args::{
-    BenchArgs, BenchFormat, CheckArgs, Cli, Command, Format, PlanArgs, PlannersArgs, PluginArgs,
-    TargetArgs, Verbosity,
+    BenchArgs, BenchFormat, CheckArgs, Cli, Command, Format, IsolateWhen, IsolationArgs, PlanArgs,
+    PlannersArgs, PluginArgs, TargetArgs, Verbosity,
 };
 use super::parse;
 use crate::emit;
 use crate::error::{Error, Result};
 use crate::input::Constraints;
 use crate::registry::select::PlannerOptionsByName;
-use crate::registry::{RunLimits, TrustPolicy};
+use crate::registry::{Isolation, RunLimits, TrustPolicy};
 use crate::render::{self, RenderOptions};
-
-/// The time limit of an isolated planner when `--timeout` is not given: a worker that hangs
-/// must not keep memplan waiting forever (in process, memplan cannot stop a planner that
-/// ignores the stop request anyway, so there the default stays "none").
-pub const DEFAULT_ISOLATED_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// What to run, checked.
 #[derive(Debug)]
@@ -62,7 +56,7 @@ pub struct PlanConfig {
     /// The prefix, checked to be a C identifier, and `--external-arenas`.
     pub render: RenderOptions,
     pub out: PathBuf,
-    pub isolate: bool,
+    pub isolate: Isolation,
     pub limits: RunLimits,
     pub plugins: PluginConfig,
     pub format: Format,
@@ -91,8 +85,8 @@ pub struct BenchConfig {
     pub target: TargetConfig,
     pub runs: u32,
     pub limits: RunLimits,
-    /// `--isolate`: each planner runs in a child process.
-    pub isolate: bool,
+    /// `--isolate`: which planners run in a sandboxed child process.
+    pub isolate: Isolation,
     pub plugins: PluginConfig,
     pub format: BenchFormat,
     /// Draw a progress bar (not with `-q`; only on a terminal).
@@ -131,7 +125,7 @@ fn plan(args: PlanArgs) -> Result<PlanConfig> {
         )));
     }
     emit::check_destination(&args.out)?;
-    let limits = run_limits(args.timeout, args.isolate)?;
+    let limits = run_limits(args.timeout, &args.isolation)?;
     let plugins = plugins(args.plugins)?;
     let planners = parse::planner_list(&args.planner)?;
     let options = parse::planner_options(&args.planner_options, &planners)?;
@@ -142,7 +136,7 @@ fn plan(args: PlanArgs) -> Result<PlanConfig> {
         target: target(args.target)?,
         render,
         out: args.out,
-        isolate: args.isolate,
+        isolate: isolation(args.isolation.isolate),
         limits,
         plugins,
         format: args.format,
@@ -169,7 +163,7 @@ fn bench(args: BenchArgs, verbosity: Verbosity) -> Result<BenchConfig> {
     let planners = parse::planner_list(&args.planner)?;
     let options = parse::planner_options(&args.planner_options, &planners)?;
     let plugins = plugins(args.plugins)?;
-    let limits = run_limits(args.timeout, args.isolate)?;
+    let limits = run_limits(args.timeout, &args.isolation)?;
     Ok(BenchConfig {
         inputs: args.inputs,
         planners,
@@ -177,19 +171,32 @@ fn bench(args: BenchArgs, verbosity: Verbosity) -> Result<BenchConfig> {
         target: target(args.target)?,
         runs: args.runs,
         limits,
-        isolate: args.isolate,
+        isolate: isolation(args.isolation.isolate),
         plugins,
         format: args.format,
         show_progress: !verbosity.quiet,
     })
 }
 
-/// `--timeout`, or [`DEFAULT_ISOLATED_TIMEOUT`] for an isolated planner without one.
-fn run_limits(timeout: Option<f64>, isolate: bool) -> Result<RunLimits> {
-    let timeout = parse::timeout(timeout)?;
+/// `--timeout` and `--plan-memory-limit` (an isolated planner without a timeout gets
+/// [`crate::registry::run::DEFAULT_ISOLATED_TIMEOUT`] when it runs).
+fn run_limits(timeout: Option<f64>, isolation: &IsolationArgs) -> Result<RunLimits> {
     Ok(RunLimits {
-        timeout: timeout.or(isolate.then_some(DEFAULT_ISOLATED_TIMEOUT)),
+        timeout: parse::timeout(timeout)?,
+        memory_limit: isolation
+            .plan_memory_limit
+            .as_deref()
+            .map(parse::plan_memory_limit)
+            .transpose()?,
     })
+}
+
+fn isolation(when: IsolateWhen) -> Isolation {
+    match when {
+        IsolateWhen::Never => Isolation::Never,
+        IsolateWhen::Always => Isolation::Always,
+        IsolateWhen::Auto => Isolation::Auto,
+    }
 }
 
 fn target(args: TargetArgs) -> Result<TargetConfig> {
@@ -226,6 +233,7 @@ fn plugins(args: PluginArgs) -> Result<PluginConfig> {
 mod tests {
     use super::*;
     use clap::Parser;
+    use std::time::Duration;
 
     fn plan_limits(args: &[&str]) -> RunLimits {
         let cli =
@@ -236,16 +244,54 @@ mod tests {
         }
     }
 
+    fn plan_isolation(args: &[&str]) -> Isolation {
+        let cli =
+            Cli::try_parse_from(["memplan", "plan", "model.json"].iter().chain(args)).unwrap();
+        match resolve(cli).unwrap().task {
+            Task::Plan(plan) => plan.isolate,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn isolate_alone_means_always_and_auto_is_the_default() {
+        assert_eq!(plan_isolation(&[]), Isolation::Auto);
+        assert_eq!(plan_isolation(&["--isolate"]), Isolation::Always);
+        assert_eq!(plan_isolation(&["--isolate=never"]), Isolation::Never);
+        assert_eq!(plan_isolation(&["--isolate=auto"]), Isolation::Auto);
+        // `--isolate model.json` must not read the model's name as WHEN.
+        let cli = Cli::try_parse_from(["memplan", "plan", "--isolate", "model.json"]).unwrap();
+        match resolve(cli).unwrap().task {
+            Task::Plan(plan) => {
+                assert_eq!(plan.isolate, Isolation::Always);
+                assert_eq!(plan.input, PathBuf::from("model.json"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn an_isolated_planner_gets_a_default_time_limit() {
+        use crate::registry::run::DEFAULT_ISOLATED_TIMEOUT;
         assert_eq!(
-            plan_limits(&["--isolate"]).timeout,
+            plan_limits(&["--isolate"]).for_worker().timeout,
             Some(DEFAULT_ISOLATED_TIMEOUT)
         );
         assert_eq!(
-            plan_limits(&["--isolate", "--timeout", "2"]).timeout,
+            plan_limits(&["--isolate", "--timeout", "2"])
+                .for_worker()
+                .timeout,
             Some(Duration::from_secs(2))
         );
         assert_eq!(plan_limits(&[]).timeout, None);
+    }
+
+    #[test]
+    fn the_plan_memory_limit_reads_binary_units() {
+        assert_eq!(
+            plan_limits(&["--plan-memory-limit", "2G"]).memory_limit,
+            Some(2 << 30)
+        );
+        assert_eq!(plan_limits(&[]).memory_limit, None);
     }
 }

@@ -146,19 +146,37 @@ pub fn memory_constraints(values: &[String]) -> Result<Constraints> {
     Ok(Constraints { entries })
 }
 
-/// `65536`, `64K`, `64KiB`, `1M`, `1MiB` (binary units).
+/// The `--plan-memory-limit BYTES` value: at least 64 MiB (a worker needs some memory to
+/// start its planner at all).
+pub fn plan_memory_limit(text: &str) -> Result<u64> {
+    const MINIMUM: u64 = 64 << 20;
+    match parse_bytes(text.trim()) {
+        Some(bytes) if bytes >= MINIMUM => Ok(bytes),
+        Some(_) => Err(Error::input(format!(
+            "--plan-memory-limit {text}: too small for a planner to run; give at least 64M"
+        ))),
+        None => Err(Error::input(format!(
+            "--plan-memory-limit {text}: not a byte count; write e.g. 4G, 512M or 1073741824"
+        ))),
+    }
+}
+
+/// `65536`, `64K`, `64KiB`, `1M`, `1MiB`, `1G`, `1GiB` (binary units).
 fn parse_bytes(text: &str) -> Option<u64> {
-    let (digits, multiplier) = if let Some(d) = text
-        .strip_suffix("KiB")
-        .or_else(|| text.strip_suffix('K'))
-        .or_else(|| text.strip_suffix('k'))
-    {
-        (d, 1024)
-    } else if let Some(d) = text.strip_suffix("MiB").or_else(|| text.strip_suffix('M')) {
-        (d, 1024 * 1024)
-    } else {
-        (text, 1)
-    };
+    let (digits, multiplier) =
+        if let Some(d) = text.strip_suffix("GiB").or_else(|| text.strip_suffix('G')) {
+            (d, 1 << 30)
+        } else if let Some(d) = text
+            .strip_suffix("KiB")
+            .or_else(|| text.strip_suffix('K'))
+            .or_else(|| text.strip_suffix('k'))
+        {
+            (d, 1024)
+        } else if let Some(d) = text.strip_suffix("MiB").or_else(|| text.strip_suffix('M')) {
+            (d, 1024 * 1024)
+        } else {
+            (text, 1)
+        };
     digits.trim().parse::<u64>().ok()?.checked_mul(multiplier)
 }
 

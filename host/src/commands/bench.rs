@@ -34,13 +34,7 @@ pub fn run(config: &BenchConfig) -> Result<ExitCode> {
                 config.runs,
                 || {
                     progress.step(&label, planner);
-                    if config.isolate {
-                        registry
-                            .find(planner)?
-                            .run_isolated(&analysis.request, &config.limits)
-                    } else {
-                        registry.plan(planner, &analysis.request, &config.limits)
-                    }
+                    registry.plan(planner, &analysis.request, &config.limits, config.isolate)
                 },
                 |plan| check::check_plan(&analysis, plan).map(drop),
             );

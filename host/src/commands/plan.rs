@@ -63,11 +63,7 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
             own_options = copy;
             &own_options
         };
-        let plan = if config.isolate {
-            planners[index].run_isolated(request, limits)?
-        } else {
-            planners[index].run(request, limits)?
-        };
+        let plan = planners[index].execute(request, limits, config.isolate)?;
         let check_start = Instant::now();
         let checked = check::check_plan(&analysis, plan).map_err(|violations| {
             let error = Error::from(violations);

@@ -1,5 +1,5 @@
-//! `memplan planners`: list the planners found (name, version, description, file and the
-//! file's SHA-256), then the files that were rejected and why.
+//! `memplan planners`: list the planners found (name, version, description, file, the file's
+//! SHA-256 and where the planner runs by default), then the files that were rejected and why.
 
 use std::process::ExitCode;
 
@@ -24,6 +24,9 @@ struct PlannerRecord<'a> {
     description: &'a str,
     path: String,
     sha256: &'a str,
+    /// Part of memplan's installation: runs in process by default, where third-party
+    /// planners run sandboxed (`--isolate=auto`).
+    shipped: bool,
 }
 
 #[derive(Serialize)]
@@ -53,6 +56,7 @@ fn json_listing(registry: &Registry) -> Result<String> {
                 description: &planner.description,
                 path: planner.file.path.display().to_string(),
                 sha256: &planner.file.sha256,
+                shipped: planner.shipped,
             })
             .collect(),
         rejected: registry
@@ -76,12 +80,17 @@ fn text_listing(registry: &Registry) -> String {
     }
     for planner in planners {
         out.push_str(&format!(
-            "{} {}\n    {}\n    file:   {}\n    sha256: {}\n",
+            "{} {}\n    {}\n    file:   {}\n    sha256: {}\n    runs:   {}\n",
             planner.name,
             planner.version,
             planner.description,
             planner.file.path.display(),
-            planner.file.sha256
+            planner.file.sha256,
+            if planner.shipped {
+                "in process (shipped with memplan)"
+            } else {
+                "in a sandboxed worker (third-party; --isolate=never to run it in process)"
+            }
         ));
     }
     if !registry.rejected().is_empty() {

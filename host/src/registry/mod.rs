@@ -27,6 +27,7 @@ pub mod run;
 pub mod search;
 pub mod select;
 pub mod stdout;
+pub mod threads;
 pub mod trust;
 pub mod workdir;
 
@@ -37,7 +38,7 @@ use std::sync::Arc;
 use memplan_plugin_api::{MemoryPlan, PlanRequest, PlannerEntry};
 
 use crate::error::{Error, Result};
-pub use isolate::{plan_in_worker, WorkerJob, WorkerReply};
+pub use isolate::{plan_in_worker, Isolation, WorkerJob, WorkerReply};
 pub use load::{load_plugin, open_module, LoadFailure, PluginFile};
 pub use run::{call_planner, run_planner, RunLimits};
 pub use search::{candidate_files, executable_dir, search_path, PLUGIN_PATH_VAR};
@@ -51,17 +52,57 @@ pub struct PlannerHandle {
     pub description: String,
     /// The file it was loaded from (shared by every planner of that file).
     pub file: Arc<PluginFile>,
+    /// Whether that file is part of memplan's installation (see [`is_installed_with_memplan`]);
+    /// `--isolate=auto` runs the others in a sandboxed worker.
+    pub shipped: bool,
     entry: PlannerEntry,
 }
 
 impl PlannerHandle {
-    fn new(entry: PlannerEntry, file: Arc<PluginFile>) -> PlannerHandle {
+    fn new(entry: PlannerEntry, file: Arc<PluginFile>, shipped: bool) -> PlannerHandle {
         PlannerHandle {
             name: entry.name.as_str().to_string(),
             version: entry.version.as_str().to_string(),
             description: entry.description.as_str().to_string(),
             file,
+            shipped,
             entry,
+        }
+    }
+
+    /// Whether this planner runs in a worker process under `isolation`: always, never, or
+    /// (auto) when it is not part of memplan's installation.
+    pub fn runs_isolated(&self, isolation: Isolation) -> bool {
+        match isolation {
+            Isolation::Never => false,
+            Isolation::Always => true,
+            Isolation::Auto => !self.shipped,
+        }
+    }
+
+    /// Runs this planner on `request`, in process or in a sandboxed worker as `isolation`
+    /// says (see [`PlannerHandle::run`] and [`PlannerHandle::run_isolated`]).
+    pub fn execute(
+        &self,
+        request: &PlanRequest,
+        limits: &RunLimits,
+        isolation: Isolation,
+    ) -> Result<MemoryPlan> {
+        let why = match (isolation, self.shipped) {
+            (Isolation::Auto, true) => "shipped with memplan".to_string(),
+            (Isolation::Auto, false) => format!("third-party: {}", self.file.path.display()),
+            (Isolation::Always, _) => "--isolate".to_string(),
+            (Isolation::Never, _) => "--isolate=never".to_string(),
+        };
+        if self.runs_isolated(isolation) {
+            tracing::debug!(
+                "planner `{}` runs in a sandboxed worker process ({why})",
+                self.name
+            );
+            self.run_isolated(request, limits)
+        } else {
+            tracing::debug!("planner `{}` runs in memplan's process ({why})", self.name);
+            self.run(request, limits)
         }
     }
 
@@ -72,20 +113,25 @@ impl PlannerHandle {
         run_planner(&self.name, &origin, &self.entry, request, limits)
     }
 
-    /// Runs this planner in a worker process (`--isolate`, see [`isolate`]); its failures map
-    /// onto exit codes as in [`PlannerHandle::run`], and a crash, exit or time-out of the
-    /// worker is exit 4.
+    /// Runs this planner in a sandboxed worker process (`--isolate`, see [`isolate`]), with
+    /// [`RunLimits::for_worker`]'s time limit; its failures map onto exit codes as in
+    /// [`PlannerHandle::run`], and a crash, exit, time-out or sandbox violation of the worker
+    /// is exit 4.
     pub fn run_isolated(&self, request: &PlanRequest, limits: &RunLimits) -> Result<MemoryPlan> {
         let origin = self.file.path.display().to_string();
+        let limits = limits.for_worker();
         let job = WorkerJob {
             planner: &self.name,
             origin: &origin,
             entry: &self.entry,
-            limits,
+            limits: &limits,
+            memory_limit: limits
+                .memory_limit
+                .unwrap_or_else(isolate::default_memory_limit),
         };
         let started = std::time::Instant::now();
         let answer = plan_in_worker(&job, request)?;
-        run::planner_outcome(&self.name, &origin, answer, limits, started.elapsed())
+        run::planner_outcome(&self.name, &origin, answer, &limits, started.elapsed())
     }
 }
 
@@ -211,8 +257,9 @@ impl Registry {
             .required_hashes(selected)
             .map(|pins| pins.into_iter().map(|pin| pin.sha256.clone()).collect());
         let _workdir = workdir::KeepWorkingDirectory::new("loading plugins");
+        let installation = installation_dirs();
         for dir in &searched {
-            registry.scan_directory(dir, required.as_deref());
+            registry.scan_directory(dir, required.as_deref(), &installation);
         }
         registry.searched = searched;
         registry.loaded_every_file = required.is_none();
@@ -220,7 +267,13 @@ impl Registry {
     }
 
     /// Loads the candidate files of `dir`; with `required`, only those with one of its hashes.
-    fn scan_directory(&mut self, dir: &Path, required: Option<&[String]>) {
+    /// Files in `installation` (memplan's own directories) are shipped with it.
+    fn scan_directory(
+        &mut self,
+        dir: &Path,
+        required: Option<&[String]>,
+        installation: &[PathBuf],
+    ) {
         let files = match candidate_files(dir) {
             Ok(files) => files,
             Err(error) => {
@@ -254,6 +307,7 @@ impl Registry {
             }
             match load_plugin(opened) {
                 Ok((file, module)) => {
+                    let shipped = is_installed_with_memplan(&file.path, installation);
                     let file = Arc::new(file);
                     let entries = module.planners();
                     if entries.is_empty() {
@@ -263,7 +317,7 @@ impl Registry {
                         });
                     }
                     for entry in entries.iter() {
-                        let handle = PlannerHandle::new(*entry, Arc::clone(&file));
+                        let handle = PlannerHandle::new(*entry, Arc::clone(&file), shipped);
                         if !is_valid_planner_name(&handle.name) {
                             self.rejected.push(Rejected {
                                 path: path.clone(),
@@ -428,14 +482,15 @@ impl Registry {
         )
     }
 
-    /// Runs the planner called `name`.
+    /// Runs the planner called `name`, isolated as `isolation` says.
     pub fn plan(
         &self,
         name: &str,
         request: &PlanRequest,
         limits: &RunLimits,
+        isolation: Isolation,
     ) -> Result<MemoryPlan> {
-        self.find(name)?.run(request, limits)
+        self.find(name)?.execute(request, limits, isolation)
     }
 
     fn unknown_planner_message(&self, name: &str) -> String {
@@ -520,6 +575,30 @@ fn join_paths(paths: &[PathBuf]) -> String {
         .map(|path| path.display().to_string())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// memplan's own plugin directories: the executable's directory and its `plugins/`
+/// (canonical), where the planners built and installed with memplan live.
+fn installation_dirs() -> Vec<PathBuf> {
+    executable_dir()
+        .map(|dir| {
+            let plugins = dir.join("plugins");
+            std::iter::once(dir)
+                .chain(plugins.canonicalize().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether the plugin file at `path` — after following symbolic links, so that a link in
+/// memplan's directory to a file elsewhere does not count — lies directly in one of the
+/// `installation` directories. Anything else is a third-party plugin, sandboxed by
+/// `--isolate=auto`.
+fn is_installed_with_memplan(path: &Path, installation: &[PathBuf]) -> bool {
+    path.canonicalize()
+        .ok()
+        .and_then(|file| file.parent().map(Path::to_path_buf))
+        .is_some_and(|dir| installation.contains(&dir))
 }
 
 #[cfg(test)]

@@ -22,6 +22,26 @@ use crate::error::{Error, ErrorKind, Result};
 pub struct RunLimits {
     /// Stop the planner after this long (`--timeout`).
     pub timeout: Option<Duration>,
+    /// Bytes a planner in a sandboxed worker may allocate (`--plan-memory-limit`; `None`: the
+    /// default, half of the machine's memory). In process, memplan cannot bound a planner's
+    /// memory.
+    pub memory_limit: Option<u64>,
+}
+
+/// The time limit of an isolated planner when `--timeout` is not given: a worker that hangs
+/// must not keep memplan waiting forever (in process, memplan cannot stop a planner that
+/// ignores the stop request anyway, so there the default stays "none").
+pub const DEFAULT_ISOLATED_TIMEOUT: Duration = Duration::from_secs(600);
+
+impl RunLimits {
+    /// The limits of a run in a worker process: a time limit always
+    /// ([`DEFAULT_ISOLATED_TIMEOUT`] unless `--timeout` gave one).
+    pub fn for_worker(&self) -> RunLimits {
+        RunLimits {
+            timeout: self.timeout.or(Some(DEFAULT_ISOLATED_TIMEOUT)),
+            ..self.clone()
+        }
+    }
 }
 
 /// What the host-context callbacks of one run read.
@@ -143,6 +163,7 @@ pub fn run_planner(
             std::process::exit(i32::from(ErrorKind::Plugin.exit_code()));
         })
     });
+    let threads_before = super::threads::count_threads();
     let answer = {
         let _workdir =
             super::workdir::KeepWorkingDirectory::new(format!("planner `{name}` ({origin})"));
@@ -150,6 +171,19 @@ pub fn run_planner(
         let _crash = super::crash::CrashGuard::arm(name, origin);
         call_planner(name, entry, request, limits)
     };
+    // Code of the plugin still running could change the plan after the checker saw it.
+    if let Some(before) = threads_before {
+        let left = super::threads::threads_left_running(before, super::threads::count_threads);
+        if left > 0 {
+            return Err(Error::plugin(format!(
+                "planner `{name}` ({origin}) {} in memplan's process; memplan does not use a \
+                 plan that code still running could change. A planner must join the threads \
+                 it starts (and shut down any thread pool) before it returns; run it with \
+                 --isolate, where its threads end with its worker process",
+                super::threads::left_running(left)
+            )));
+        }
+    }
     planner_outcome(name, origin, answer, limits, started.elapsed())
 }
 
@@ -337,6 +371,7 @@ mod tests {
     fn should_stop_turns_true_at_the_deadline() {
         let limits = RunLimits {
             timeout: Some(Duration::from_millis(50)),
+            ..RunLimits::default()
         };
         let started = Instant::now();
         let plan = run(r#"{"wait":true}"#, &limits).unwrap();

@@ -31,10 +31,45 @@ use std::time::{Duration, Instant};
 
 use memplan_plugin_api::{MemoryPlan, PlanError, PlanRequest, PlannerEntry};
 
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+pub mod sandbox;
 pub mod wire;
 
 use super::run::{call_planner, grace_period, RunLimits};
 use crate::error::{Error, ErrorKind, Result};
+
+/// Which planners run in a worker process (`--isolate=WHEN`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Isolation {
+    /// Every planner in process (`--isolate=never`): fastest, and a trusted planner keeps the
+    /// user's rights.
+    Never,
+    /// Every planner in a sandboxed worker (`--isolate`, `--isolate=always`).
+    Always,
+    /// Planners from outside memplan's installation in a sandboxed worker, memplan's own in
+    /// process (the default).
+    #[default]
+    Auto,
+}
+
+/// The default `--plan-memory-limit`: half of the machine's physical memory (at least 1 GiB).
+/// A planner that needs more is most likely broken; one that really does can be given more.
+pub fn default_memory_limit() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, page_size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let physical = u64::try_from(pages)
+        .unwrap_or(0)
+        .saturating_mul(u64::try_from(page_size).unwrap_or(0));
+    (physical / 2).max(1 << 30)
+}
 
 /// What the child writes on its pipe, before its reply, when it calls the planner.
 pub const STARTED_LINE: &str = "started";
@@ -56,6 +91,15 @@ pub enum WorkerReply {
     Error(PlanError),
     /// The child could not run the planner; `exit_code` is the one the host should exit with.
     Failed { exit_code: u8, message: String },
+    /// The sandbox stopped the planner at a system call it may not make.
+    Violation(Violation),
+}
+
+/// A system call the sandbox stopped: its number and first two arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Violation {
+    pub syscall: u32,
+    pub args: [u64; 2],
 }
 
 impl WorkerReply {
@@ -78,6 +122,8 @@ pub struct WorkerJob<'a> {
     /// `--timeout`: handed to the child's host context; the host kills the child when the
     /// planner has run this plus the grace period.
     pub limits: &'a RunLimits,
+    /// `--plan-memory-limit`: bytes the planner may allocate in the sandboxed child.
+    pub memory_limit: u64,
 }
 
 impl WorkerJob<'_> {
@@ -175,7 +221,7 @@ pub fn plan_in_worker(
         started.elapsed().as_secs_f64(),
         ending.peak_kib.unwrap_or(0)
     );
-    interpret(&job.subject(), ending, &reply)
+    interpret(&job.subject(), ending, &reply, job.memory_limit)
 }
 
 /// A pipe for the child's started line and reply: (read end, write end), both closed on exec.
@@ -272,6 +318,7 @@ fn fork_child(
     reply_in: OwnedFd,
     reply_out: OwnedFd,
 ) -> Result<ForkedChild> {
+    let sandbox = SandboxSetup::prepare(job);
     // What Rust buffered for stdout and stderr would otherwise be written twice.
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
@@ -287,7 +334,7 @@ fn fork_child(
         ))),
         0 => {
             drop(reply_in);
-            run_child(job, request, reply_out, parent)
+            run_child(job, request, reply_out, parent, &sandbox)
         }
         pid => {
             drop(reply_out);
@@ -299,21 +346,58 @@ fn fork_child(
     }
 }
 
-/// The child's whole life: set up, say it starts, call the planner, write the reply, exit.
-/// Every path ends in `_exit`, so the child never returns into the host's code, runs no
-/// destructor and flushes nothing of the host's.
-fn run_child(job: &WorkerJob, request: &PlanRequest, reply_out: OwnedFd, parent: libc::pid_t) -> ! {
+/// The child's whole life: set up, enter the sandbox, say it starts, call the planner, write
+/// the reply, exit. Every path ends in `_exit`, so the child never returns into the host's
+/// code, runs no destructor and flushes nothing of the host's.
+fn run_child(
+    job: &WorkerJob,
+    request: &PlanRequest,
+    reply_out: OwnedFd,
+    parent: libc::pid_t,
+    sandbox: &SandboxSetup,
+) -> ! {
     let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         die_with_the_parent(parent);
-        // SAFETY: dup2 on the process's own standard descriptors; 2 is open for the whole run.
-        unsafe { libc::dup2(2, 1) };
-        let mut out = std::fs::File::from(reply_out);
+        // A Rust plugin's panic or failed allocation prints a backtrace when these are set,
+        // and printing one opens files, which the sandbox stops: the plugin's message would
+        // then be lost to a sandbox violation. The child is single-threaded here.
+        for variable in ["RUST_BACKTRACE", "RUST_LIB_BACKTRACE"] {
+            std::env::remove_var(variable);
+        }
+        let (mut out, entered) = sandbox.enter(reply_out);
+        if let Err(problem) = entered {
+            let message = format!(
+                "{}: memplan could not sandbox its worker process ({problem}), so the planner \
+                 was not run. Run it in process with --isolate=never if you trust it",
+                job.subject()
+            );
+            let failed = WorkerReply::Failed {
+                exit_code: ErrorKind::Plugin.exit_code(),
+                message,
+            };
+            return match out.write_all(&wire::encode_reply(&failed)) {
+                Ok(()) => 0,
+                Err(_) => 1,
+            };
+        }
         if writeln!(out, "{STARTED_LINE}").is_err() {
             return 1;
         }
         let reply = match call_planner(job.planner, job.entry, request, job.limits) {
             Ok(plan) => WorkerReply::Plan(plan),
             Err(error) => WorkerReply::Error(error),
+        };
+        let reply = match SandboxSetup::lingering_threads() {
+            0 => reply,
+            threads => WorkerReply::Failed {
+                exit_code: ErrorKind::Plugin.exit_code(),
+                message: format!(
+                    "{} {}, and was stopped; a planner must join the threads it starts (and \
+                     shut down any thread pool) before it returns",
+                    job.subject(),
+                    super::threads::left_running(threads)
+                ),
+            },
         };
         match out.write_all(&wire::encode_reply(&reply)) {
             Ok(()) => 0,
@@ -323,6 +407,66 @@ fn run_child(job: &WorkerJob, request: &PlanRequest, reply_out: OwnedFd, parent:
     .unwrap_or(1);
     // SAFETY: _exit ends the process at once; nothing of the host's state is touched.
     unsafe { libc::_exit(code) }
+}
+
+/// The sandbox of the child where there is one (Linux on x86-64 and AArch64; see
+/// [`sandbox`]).
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+struct SandboxSetup(sandbox::Preparation);
+
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+impl SandboxSetup {
+    fn prepare(job: &WorkerJob) -> SandboxSetup {
+        let time_limit = job.limits.timeout.map_or(Duration::MAX, |timeout| {
+            timeout.saturating_add(grace_period(timeout))
+        });
+        SandboxSetup(sandbox::Preparation::new(sandbox::SandboxLimits::new(
+            job.memory_limit,
+            time_limit,
+        )))
+    }
+
+    fn enter(&self, reply: OwnedFd) -> (std::fs::File, std::result::Result<(), String>) {
+        sandbox::enter(reply, &self.0)
+    }
+
+    fn lingering_threads() -> u32 {
+        sandbox::lingering_threads()
+    }
+}
+
+/// Elsewhere the worker is a separate process without a sandbox: its stdout points at
+/// stderr, so that whatever a plugin prints cannot corrupt memplan's output.
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+struct SandboxSetup;
+
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+impl SandboxSetup {
+    fn prepare(_job: &WorkerJob) -> SandboxSetup {
+        SandboxSetup
+    }
+
+    fn enter(&self, reply: OwnedFd) -> (std::fs::File, std::result::Result<(), String>) {
+        // SAFETY: dup2 on the process's own standard descriptors; 2 is open for the whole run.
+        unsafe { libc::dup2(2, 1) };
+        (std::fs::File::from(reply), Ok(()))
+    }
+
+    fn lingering_threads() -> u32 {
+        0
+    }
 }
 
 /// Makes the child die with memplan: a child whose parent was killed (`kill -TERM`, a terminal
@@ -375,14 +519,34 @@ fn read_worker_output(stdout: std::fs::File, events: mpsc::Sender<WorkerOutput>)
     let _ = events.send(WorkerOutput::Finished(result));
 }
 
-/// The planner's answer from the worker's exit status and reply.
-fn interpret(subject: &str, ending: Ending, reply: &[u8]) -> Result<Result<MemoryPlan, PlanError>> {
+/// The planner's answer from the worker's exit status and reply; `memory_limit` is the
+/// sandbox's `--plan-memory-limit`.
+fn interpret(
+    subject: &str,
+    ending: Ending,
+    reply: &[u8],
+    memory_limit: u64,
+) -> Result<Result<MemoryPlan, PlanError>> {
     let status = ending.status;
     let peak = ending
         .peak_kib
         .map(|kib| format!(" (it held up to {} MB)", kib.div_ceil(1024)))
         .unwrap_or_default();
     if let Some(signal) = status.signal() {
+        #[cfg(target_os = "linux")]
+        if signal == libc::SIGXCPU || signal == libc::SIGSYS {
+            return Err(Error::plugin(format!(
+                "{subject} was stopped by the sandbox: {}{peak}; memplan itself is unaffected",
+                if signal == libc::SIGXCPU {
+                    "it used up the CPU time its worker process may use (its time limit on \
+                     every core)"
+                } else {
+                    "it made a system call the sandbox does not allow while it blocked \
+                     signals, so memplan cannot say which (C libraries block signals while \
+                     they start a process)"
+                }
+            )));
+        }
         // SIGKILL that memplan did not send: on Linux, the kernel's out-of-memory killer.
         if signal == libc::SIGKILL && !ending.killed_by_memplan {
             return Err(Error::plugin(format!(
@@ -393,10 +557,15 @@ fn interpret(subject: &str, ending: Ending, reply: &[u8]) -> Result<Result<Memor
                 signal_name(signal)
             )));
         }
-        let out_of_memory = if signal == libc::SIGABRT {
-            "; if it printed \"memory allocation of N bytes failed\" above, it ran out of memory"
+        let out_of_memory = if signal == libc::SIGABRT || signal == libc::SIGSEGV {
+            format!(
+                "; it ran with a memory limit of {} MB (--plan-memory-limit), and a planner \
+                 that allocates beyond it ends this way (\"memory allocation of N bytes \
+                 failed\" above says so)",
+                memory_limit.div_ceil(1 << 20)
+            )
         } else {
-            ""
+            String::new()
         };
         return Err(Error::plugin(format!(
             "{} crashed: its worker process was killed by signal {}{}{peak}{out_of_memory}; \
@@ -424,6 +593,13 @@ fn interpret(subject: &str, ending: Ending, reply: &[u8]) -> Result<Result<Memor
         (Some(0), Some(WorkerReply::Failed { exit_code, message })) => {
             Err(Error::new(kind_of_exit_code(exit_code), message))
         }
+        (Some(_), Some(WorkerReply::Violation(violation))) => Err(Error::plugin(format!(
+            "{subject} was stopped by the sandbox: it {}. Planners from outside memplan's \
+             installation run sandboxed (--isolate=auto): no files, network, processes or \
+             other programs' memory. Nothing was written. If you trust this planner with your \
+             rights, run it with --isolate=never",
+            describe_violation(&violation, memory_limit)
+        ))),
         (Some(0), None) if reply.is_empty() => Err(Error::plugin(format!(
             "{} ended its worker process (exit status 0) without returning a plan",
             subject
@@ -444,6 +620,23 @@ fn interpret(subject: &str, ending: Ending, reply: &[u8]) -> Result<Result<Memor
             subject
         ))),
     }
+}
+
+/// "tried to open a file (openat)", ...
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+fn describe_violation(violation: &Violation, memory_limit: u64) -> String {
+    sandbox::describe(violation, memory_limit)
+}
+
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+fn describe_violation(violation: &Violation, _memory_limit: u64) -> String {
+    format!("made system call {}", violation.syscall)
 }
 
 fn kind_of_exit_code(code: u8) -> ErrorKind {
@@ -505,6 +698,8 @@ mod tests {
     use memplan_plugin_api::PlanErrorKind;
 
     const SUBJECT: &str = "planner `p` (/plugins/libp.so)";
+    /// The memory limit of the workers in these tests.
+    const LIMIT: u64 = 1 << 30;
 
     /// An exit status as `waitpid` reports it: `code << 8` for an exit, the signal number
     /// (plus 0x80 for a core dump) for a signal.
@@ -528,7 +723,7 @@ mod tests {
             peak_kib: Some(3 * 1024 * 1024),
             killed_by_memplan: false,
         };
-        let error = interpret(SUBJECT, killed, b"").unwrap_err();
+        let error = interpret(SUBJECT, killed, b"", LIMIT).unwrap_err();
         assert!(error.message.contains("ran out of memory"), "{error}");
         assert!(error.message.contains("up to 3072 MB"), "{error}");
         let aborted = Ending {
@@ -536,7 +731,7 @@ mod tests {
             peak_kib: Some(2048),
             killed_by_memplan: false,
         };
-        let error = interpret(SUBJECT, aborted, b"").unwrap_err();
+        let error = interpret(SUBJECT, aborted, b"", LIMIT).unwrap_err();
         assert!(
             error
                 .message
@@ -551,16 +746,22 @@ mod tests {
         let error = WorkerReply::Error(PlanError::new(PlanErrorKind::Cancelled, "stopped"));
         let plan = wire::encode_reply(&WorkerReply::Plan(MemoryPlan::default()));
         assert_eq!(
-            interpret(SUBJECT, ended(exited(0)), &plan)
+            interpret(SUBJECT, ended(exited(0)), &plan, LIMIT)
                 .unwrap()
                 .unwrap(),
             MemoryPlan::default()
         );
-        let answer = interpret(SUBJECT, ended(exited(0)), &wire::encode_reply(&error)).unwrap();
+        let answer = interpret(
+            SUBJECT,
+            ended(exited(0)),
+            &wire::encode_reply(&error),
+            LIMIT,
+        )
+        .unwrap();
         assert_eq!(answer.unwrap_err().kind, PlanErrorKind::Cancelled);
         // The JSON replies of earlier releases, or anything else, are not a reply.
         let json = br#"{"error":{"kind":"cancelled","message":"stopped"}}"#;
-        let garbled = interpret(SUBJECT, ended(exited(0)), json).unwrap_err();
+        let garbled = interpret(SUBJECT, ended(exited(0)), json, LIMIT).unwrap_err();
         assert!(garbled.message.contains("not readable"), "{garbled}");
     }
 
@@ -568,7 +769,7 @@ mod tests {
     fn worker_failures_keep_their_exit_code() {
         let failed = WorkerReply::failed(&Error::input("bad options"));
         let reply = wire::encode_reply(&failed);
-        let error = interpret(SUBJECT, ended(exited(0)), &reply).unwrap_err();
+        let error = interpret(SUBJECT, ended(exited(0)), &reply, LIMIT).unwrap_err();
         assert_eq!(
             (error.kind, error.message.as_str()),
             (ErrorKind::Input, "bad options")
@@ -587,7 +788,7 @@ mod tests {
             (exited(0), "without returning a plan"),
         ];
         for (status, expected) in cases {
-            let error = interpret(SUBJECT, ended(status), b"").unwrap_err();
+            let error = interpret(SUBJECT, ended(status), b"", LIMIT).unwrap_err();
             assert_eq!(error.kind, ErrorKind::Plugin);
             assert!(error.message.contains(expected), "{}", error.message);
             assert!(
@@ -596,7 +797,7 @@ mod tests {
                 error.message
             );
         }
-        let garbled = interpret(SUBJECT, ended(exited(0)), b"{\"plan\": [").unwrap_err();
+        let garbled = interpret(SUBJECT, ended(exited(0)), b"{\"plan\": [", LIMIT).unwrap_err();
         assert!(
             garbled.message.contains("not readable"),
             "{}",

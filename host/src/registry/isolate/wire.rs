@@ -16,7 +16,7 @@ use memplan_plugin_api::{
     Allocation, Arena, ArenaRole, Binding, MemoryPlan, PlanError, PlanErrorKind,
 };
 
-use super::WorkerReply;
+use super::{Violation, WorkerReply};
 
 /// First bytes of a reply.
 const REPLY_MAGIC: &[u8; 8] = b"MPLNREP1";
@@ -195,9 +195,26 @@ pub fn encode_reply(reply: &WorkerReply) -> Vec<u8> {
             out.u8(*exit_code);
             out.str(message);
         }
+        // Its own fixed form, magic included.
+        WorkerReply::Violation(violation) => return encode_violation(violation).to_vec(),
     }
     out.0
 }
+
+/// The bytes of a [`WorkerReply::Violation`], built without allocating: the sandbox's signal
+/// handler writes them.
+pub fn encode_violation(violation: &Violation) -> [u8; VIOLATION_BYTES] {
+    let mut bytes = [0u8; VIOLATION_BYTES];
+    bytes[..8].copy_from_slice(REPLY_MAGIC);
+    bytes[8] = 3;
+    bytes[9..13].copy_from_slice(&violation.syscall.to_le_bytes());
+    bytes[13..21].copy_from_slice(&violation.args[0].to_le_bytes());
+    bytes[21..29].copy_from_slice(&violation.args[1].to_le_bytes());
+    bytes
+}
+
+/// Magic, kind, system call number, two arguments.
+pub const VIOLATION_BYTES: usize = 8 + 1 + 4 + 8 + 8;
 
 /// A reply from its binary form.
 pub fn decode_reply(bytes: &[u8]) -> Decoded<WorkerReply> {
@@ -249,6 +266,10 @@ pub fn decode_reply(bytes: &[u8]) -> Decoded<WorkerReply> {
             exit_code: input.u8()?,
             message: input.str()?.to_string(),
         },
+        3 => WorkerReply::Violation(Violation {
+            syscall: input.u32()?,
+            args: [input.u64()?, input.u64()?],
+        }),
         other => return Err(WireError(format!("reply kind {other}"))),
     };
     input.end()?;
@@ -290,6 +311,10 @@ mod tests {
                 exit_code: 4,
                 message: "not loaded".into(),
             },
+            WorkerReply::Violation(Violation {
+                syscall: 257,
+                args: [u64::MAX, 7],
+            }),
         ] {
             let decoded = decode_reply(&encode_reply(&reply)).expect("decodes");
             assert_eq!(format!("{decoded:?}"), format!("{reply:?}"));

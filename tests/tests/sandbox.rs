@@ -1,0 +1,345 @@
+//! The sandbox of third-party planners (`--isolate=auto`, the default), end to end: the real
+//! `memplan` binary runs the hostile fixture planners (tests/fixtures/plugins/hostile), each of
+//! which tries one thing a sandboxed planner may not do. Each must be stopped before it has an
+//! effect, memplan must exit 4 naming the planner and what it tried, and `--out` must be left
+//! as it was.
+
+#![cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use memplan_tests::{
+    describe, failed_with, fixture_plugin, library_file_name, memplan, plugin_dir_with, temp_dir,
+    tiny_model,
+};
+
+/// A plugin directory (outside memplan's installation, so third-party) holding the hostile
+/// fixture.
+fn hostile_dir(label: &str) -> PathBuf {
+    let library = fixture_plugin("hostile");
+    plugin_dir_with(label, &[(&library, &library_file_name("hostile"))])
+}
+
+/// An output directory memplan wrote before (with a shipped planner), to show that a stopped
+/// run leaves it as it was.
+fn existing_out(label: &str) -> PathBuf {
+    let out = temp_dir(label).join("out");
+    let output = memplan()
+        .arg("plan")
+        .arg(tiny_model())
+        .args(["--planner", "linear", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    out
+}
+
+/// Every file of `dir` with its bytes, sorted by name.
+fn snapshot(dir: &Path) -> Vec<(std::ffi::OsString, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| {
+            let entry = entry.unwrap();
+            (entry.file_name(), std::fs::read(entry.path()).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// `memplan plan` on the tiny model with hostile planner `name`, its options `options`.
+fn plan(name: &str, options: &str, extra: &[&str]) -> (Output, Untouched) {
+    let out = existing_out(name);
+    let before = Untouched::expect(&out);
+    let output = memplan()
+        .arg("plan")
+        .arg(tiny_model())
+        .args(["--planner", name, "--plugin-dir"])
+        .arg(hostile_dir(name))
+        .args(["--planner-options", options, "--out"])
+        .arg(&out)
+        .args(extra)
+        .output()
+        .expect("run memplan");
+    (output, before)
+}
+
+/// What an output directory held before a run.
+struct Untouched {
+    dir: PathBuf,
+    files: Vec<(std::ffi::OsString, Vec<u8>)>,
+}
+
+impl Untouched {
+    fn expect(dir: &Path) -> Untouched {
+        Untouched {
+            dir: dir.to_path_buf(),
+            files: snapshot(dir),
+        }
+    }
+
+    fn check(&self) {
+        assert!(
+            snapshot(&self.dir) == self.files,
+            "{} changed",
+            self.dir.display()
+        );
+    }
+}
+
+/// Runs hostile planner `name` with the default isolation and checks that the sandbox stopped
+/// it: exit 4, a message naming it and saying `what`, `--out` untouched. Returns the message.
+fn stopped(name: &str, options: &str, extra: &[&str], what: &str) -> String {
+    let (output, out) = plan(name, options, extra);
+    let message = failed_with(&output, 4);
+    assert!(
+        message.contains(&format!("planner `{name}` (")),
+        "{message}"
+    );
+    assert!(message.contains(what), "{message}");
+    out.check();
+    message
+}
+
+#[test]
+fn reading_a_private_file_is_stopped() {
+    let home = temp_dir("fake-home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    let secret = home.join(".ssh").join("id_rsa");
+    std::fs::write(&secret, "PRIVATE KEY 0xC0FFEE").unwrap();
+    let message = stopped(
+        "fixture-reads-secret",
+        &format!(r#"{{"path": {:?}}}"#, secret.display().to_string()),
+        &[],
+        "was stopped by the sandbox: it tried to open a file (openat)",
+    );
+    assert!(!message.contains("0xC0FFEE"), "{message}");
+    assert!(message.contains("--isolate=never"), "{message}");
+}
+
+#[test]
+fn writing_a_file_is_stopped() {
+    let target = temp_dir("written").join("planted.txt");
+    stopped(
+        "fixture-writes-file",
+        &format!(r#"{{"path": {:?}}}"#, target.display().to_string()),
+        &[],
+        "tried to open a file",
+    );
+    assert!(!target.exists());
+}
+
+#[test]
+fn a_network_connection_is_stopped() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let address = listener.local_addr().unwrap();
+    stopped(
+        "fixture-connects",
+        &format!(r#"{{"address": "{address}"}}"#),
+        &[],
+        "tried to use the network (socket)",
+    );
+    match listener.accept() {
+        Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("the planner reached the listener: {other:?}"),
+    }
+}
+
+#[test]
+fn running_a_program_is_stopped() {
+    let marker = temp_dir("spawned").join("touched");
+    stopped(
+        "fixture-spawns",
+        &format!(r#"{{"path": {:?}}}"#, marker.display().to_string()),
+        &[],
+        "was stopped by the sandbox",
+    );
+    assert!(!marker.exists());
+}
+
+#[test]
+fn a_fork_bomb_is_stopped_at_its_first_fork() {
+    stopped(
+        "fixture-forks",
+        "{}",
+        &[],
+        "tried to start a process (clone)",
+    );
+}
+
+#[test]
+fn a_50_gib_allocation_is_stopped_at_the_memory_limit() {
+    stopped(
+        "fixture-allocates-50g",
+        "{}",
+        &["--plan-memory-limit", "4G"],
+        "tried to allocate 50.0 GiB at once (mmap), over its memory limit of 4.0 GiB \
+         (--plan-memory-limit)",
+    );
+}
+
+#[test]
+fn memory_taken_bit_by_bit_ends_at_the_memory_limit() {
+    let message = stopped(
+        "fixture-creeps",
+        "{}",
+        &["--plan-memory-limit", "256M"],
+        "memory limit of 256 MB (--plan-memory-limit)",
+    );
+    assert!(
+        message.contains("memplan itself is unaffected"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_thread_left_running_is_stopped() {
+    stopped(
+        "fixture-lingers",
+        "{}",
+        &[],
+        "left 1 thread running after it returned",
+    );
+}
+
+#[test]
+fn tracing_memplan_is_stopped() {
+    stopped(
+        "fixture-ptraces",
+        "{}",
+        &[],
+        "tried to trace or read another process (ptrace)",
+    );
+}
+
+#[test]
+fn killing_memplan_is_stopped() {
+    stopped(
+        "fixture-kills-parent",
+        "{}",
+        &[],
+        "tried to signal another process (kill)",
+    );
+}
+
+#[test]
+fn writing_on_stdout_is_stopped_and_stdout_stays_clean() {
+    let library = fixture_plugin("misbehaving");
+    let dir = plugin_dir_with("prints", &[(&library, &library_file_name("misbehaving"))]);
+    let out = existing_out("prints");
+    let before = Untouched::expect(&out);
+    let output = memplan()
+        .arg("plan")
+        .arg(tiny_model())
+        .args([
+            "--planner",
+            "fixture-prints",
+            "--format",
+            "json",
+            "--plugin-dir",
+        ])
+        .arg(&dir)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let message = failed_with(&output, 4);
+    assert!(
+        message.contains("tried to write on standard output (write)"),
+        "{message}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&output.stdout).contains("debugging output"),
+        "{}",
+        describe(&output)
+    );
+    before.check();
+}
+
+#[test]
+fn a_planner_that_keeps_to_the_rules_plans_in_the_sandbox_with_threads() {
+    let (output, _) = plan("fixture-threads", "{}", &["--format", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        summary
+            .to_string()
+            .contains("four threads summed 499999500000"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn isolate_never_runs_a_third_party_planner_with_the_users_rights() {
+    let target = temp_dir("written-in-process").join("planted.txt");
+    let (output, _) = plan(
+        "fixture-writes-file",
+        &format!(r#"{{"path": {:?}}}"#, target.display().to_string()),
+        &["--isolate=never"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(
+        target.exists(),
+        "the planner ran in process and wrote its file"
+    );
+}
+
+#[test]
+fn in_process_a_thread_left_running_makes_the_plan_untrusted() {
+    let (output, out) = plan("fixture-lingers", "{}", &["--isolate=never"]);
+    let message = failed_with(&output, 4);
+    assert!(
+        message.contains("left 1 thread running after it returned in memplan's process"),
+        "{message}"
+    );
+    out.check();
+}
+
+#[test]
+fn shipped_planners_run_in_process_and_third_party_ones_sandboxed() {
+    let output = memplan()
+        .args(["-v", "plan"])
+        .arg(tiny_model())
+        .args([
+            "--planner",
+            "greedy-bestfit,fixture-threads",
+            "--plugin-dir",
+        ])
+        .arg(hostile_dir("which-runs-where"))
+        .arg("--out")
+        .arg(temp_dir("which-runs-where-out"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        log.contains("planner `greedy-bestfit` runs in memplan's process (shipped with memplan)"),
+        "{log}"
+    );
+    assert!(
+        log.contains("planner `fixture-threads` runs in a sandboxed worker process (third-party"),
+        "{log}"
+    );
+}
+
+#[test]
+fn bench_fails_only_the_row_of_a_stopped_planner() {
+    let output = memplan()
+        .args(["bench", "--runs", "1", "--format", "json"])
+        .arg(tiny_model())
+        .args(["--planner", "greedy-bestfit,fixture-forks", "--plugin-dir"])
+        .arg(hostile_dir("bench"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(4), "{}", describe(&output));
+    let rows: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let text = rows.to_string();
+    assert!(text.contains("tried to start a process"), "{text}");
+    assert!(text.contains("greedy-bestfit"), "{text}");
+}
