@@ -11,6 +11,7 @@
 use std::time::{Duration, Instant};
 
 use memplan_planner_exact::problem::Problem;
+use memplan_planner_exact::search::Deadline;
 use memplan_planner_exact::{greedy, ExactPacker, DEFAULT_TIME_LIMIT};
 use memplan_planner_kit::testing::{buffers_from_rows, rectangle_cut};
 use memplan_planner_kit::{Buffer, Packer};
@@ -47,10 +48,15 @@ fn load(instance: &str) -> Result<Vec<Buffer>, String> {
 
 fn greedy_height(buffers: &[Buffer]) -> u64 {
     let problem = Problem::new(buffers);
+    let context = HostContext::detached();
+    let no_deadline = Deadline {
+        at: None,
+        context: &context,
+    };
     problem
         .components
         .iter()
-        .map(|component| component.height(&greedy::greedy(component)) * problem.unit)
+        .map(|component| component.height(&greedy::greedy(component, &no_deadline)) * problem.unit)
         .max()
         .unwrap_or(0)
 }

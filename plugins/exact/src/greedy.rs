@@ -1,15 +1,23 @@
 //! The starting upper bound of the search: the best of the kit's greedy packings of one
 //! component (every sort order, best-fit and first-fit), in the component's units and columns.
 //! The kit's packer is the same one `greedy-bestfit` ships, so `exact` can never be worse.
+//!
+//! The greedy packings count against the search's deadline: where many buffers live at once
+//! one of them can take seconds (see the kit's complexity notes), so each asks the deadline as
+//! it goes, and those not begun by then are skipped. When even the first is cut short, the
+//! component starts from a stack (every buffer above the previous one), which is valid, and
+//! the search's note says the time limit was reached.
 
-use memplan_planner_kit::greedy::{pack_greedy, Fit, Order};
+use memplan_planner_kit::greedy::{pack_greedy_until, Fit, Order};
 use memplan_planner_kit::Buffer;
 use memplan_plugin_api::Lifetime;
 
 use crate::problem::Component;
+use crate::search::Deadline;
 
-/// Offsets (units) of the lowest greedy packing; fixed items keep their offset.
-pub fn greedy(component: &Component) -> Vec<u64> {
+/// Offsets (units) of the lowest greedy packing found before `deadline`; fixed items keep
+/// their offset.
+pub fn greedy(component: &Component, deadline: &Deadline) -> Vec<u64> {
     let buffers: Vec<Buffer> = component
         .items
         .iter()
@@ -21,14 +29,43 @@ pub fn greedy(component: &Component) -> Vec<u64> {
         })
         .collect();
     let mut best: Option<(u64, Vec<u64>)> = None;
+    let stop = || deadline.passed();
     for order in [Order::Size, Order::Duration, Order::Area] {
         for fit in [Fit::Best, Fit::First] {
-            let packing = pack_greedy(&buffers, order, fit);
+            let Ok(packing) = pack_greedy_until(&buffers, order, fit, &stop) else {
+                break;
+            };
             let height = component.height(&packing.offsets);
             if best.as_ref().is_none_or(|(lowest, _)| height < *lowest) {
                 best = Some((height, packing.offsets));
             }
         }
     }
-    best.map(|(_, offsets)| offsets).unwrap_or_default()
+    match best {
+        Some((_, offsets)) => offsets,
+        None => stacked(component),
+    }
+}
+
+/// Every movable item above the fixed ones and the previous movable one: a valid packing in
+/// O(n), the fallback when no greedy packing finished in time.
+pub fn stacked(component: &Component) -> Vec<u64> {
+    let mut top = component
+        .items
+        .iter()
+        .filter_map(|item| item.fixed.map(|offset| offset + item.size))
+        .max()
+        .unwrap_or(0);
+    component
+        .items
+        .iter()
+        .map(|item| match item.fixed {
+            Some(offset) => offset,
+            None => {
+                let offset = top.div_ceil(item.align) * item.align;
+                top = offset + item.size;
+                offset
+            }
+        })
+        .collect()
 }
