@@ -3,20 +3,22 @@
 use super::*;
 
 /// The offset for a buffer of `size` bytes among the `occupied` byte ranges `(offset, end)`
-/// (sorted by offset; they may overlap one another).
+/// (sorted by offset; they may overlap one another), never across one of the `barriers`
+/// (ascending offsets a buffer may end at or start at, but not span).
 #[inline]
 pub(super) fn choose_gap(
     occupied: impl IntoIterator<Item = (u64, u64)>,
     size: u64,
     alignment: u64,
     fit: Fit,
+    barriers: &[u64],
 ) -> u64 {
     // (gap length, offset) of the best bounded gap so far.
     let mut best: Option<(u64, u64)> = None;
     let mut cursor = 0u64;
     for (start, end) in occupied {
         if start > cursor {
-            let candidate = align_up(cursor, alignment);
+            let candidate = lowest_start(cursor, size, alignment, barriers);
             if candidate.saturating_add(size) <= start {
                 let length = start - cursor;
                 match fit {
@@ -33,6 +35,19 @@ pub(super) fn choose_gap(
     }
     match best {
         Some((_, offset)) => offset,
-        None => align_up(cursor, alignment),
+        None => lowest_start(cursor, size, alignment, barriers),
     }
+}
+
+/// The lowest aligned offset from `from` up where `size` bytes span none of the `barriers`
+/// (ascending): past a barrier they would cross, the search moves to the barrier itself.
+#[inline]
+fn lowest_start(from: u64, size: u64, alignment: u64, barriers: &[u64]) -> u64 {
+    let mut start = align_up(from, alignment);
+    for &barrier in barriers {
+        if start < barrier && start.saturating_add(size) > barrier {
+            start = align_up(barrier, alignment);
+        }
+    }
+    start
 }

@@ -217,13 +217,36 @@ pub fn pack_greedy_until(
     fit: Fit,
     stop: &dyn Fn() -> bool,
 ) -> Result<Packing, Stopped> {
+    pack_greedy_between(buffers, order, fit, &[], stop)
+}
+
+/// [`pack_greedy_until`] where no buffer may span one of the `barriers` (byte offsets,
+/// ascending): with barriers at the budgets of memories stacked one above the other, each
+/// buffer lands wholly in one memory, which is how the plan passes choose which tensors spill
+/// to the next memory. A buffer with a fixed offset is kept where it is.
+pub fn pack_greedy_between(
+    buffers: &[Buffer],
+    order: Order,
+    fit: Fit,
+    barriers: &[u64],
+    stop: &dyn Fn() -> bool,
+) -> Result<Packing, Stopped> {
+    debug_assert!(barriers.is_sorted());
     // The time index holds sizes and offsets in 32 bits while they fit (always, in a
     // microcontroller's memory): a packing that outgrows them starts over with 64.
-    match pack_in::<u32>(buffers, order, fit, WINDOW_POINTS, stop)? {
+    let rules = Rules { fit, barriers };
+    match pack_in::<u32>(buffers, order, rules, WINDOW_POINTS, stop)? {
         Some(packing) => Ok(packing),
-        None => Ok(pack_in::<u64>(buffers, order, fit, WINDOW_POINTS, stop)?
+        None => Ok(pack_in::<u64>(buffers, order, rules, WINDOW_POINTS, stop)?
             .expect("every end fits in 64 bits")),
     }
+}
+
+/// How a placement picks its gap: the fit, and the offsets no buffer may span.
+#[derive(Clone, Copy)]
+struct Rules<'a> {
+    fit: Fit,
+    barriers: &'a [u64],
 }
 
 /// A packing given up because its `stop` callback said so.
@@ -240,7 +263,7 @@ pub const STOP_POLL_WORK: u64 = 1 << 16;
 fn pack_in<W: Word>(
     buffers: &[Buffer],
     order: Order,
-    fit: Fit,
+    rules: Rules,
     window_points: u32,
     stop: &dyn Fn() -> bool,
 ) -> Result<Option<Packing>, Stopped> {
@@ -274,10 +297,10 @@ fn pack_in<W: Word>(
             return Ok(None);
         }
     }
-    let key = PlacementKey::for_order(order, fit);
+    let key = PlacementKey::for_order(order, rules.fit);
     sort_groups(&mut groups, key);
     let stopped = std::cell::Cell::new(false);
-    if place_by_windows(&mut heap, &windows, &groups, key, fit, stop, &stopped).is_none() {
+    if place_by_windows(&mut heap, &windows, &groups, key, rules, stop, &stopped).is_none() {
         return if stopped.get() {
             Err(Stopped)
         } else {
@@ -301,14 +324,14 @@ fn place_by_windows<W: Word>(
     windows: &Windows,
     groups: &[Vec<Item<W>>],
     key: PlacementKey,
-    fit: Fit,
+    rules: Rules,
     stop: &dyn Fn() -> bool,
     stopped: &std::cell::Cell<bool>,
 ) -> Option<()> {
     let mut placer = Placer {
         heap,
         occupied: Vec::new(),
-        fit,
+        rules,
         stop,
         stopped,
         until_poll: STOP_POLL_WORK,
@@ -397,7 +420,7 @@ struct Placer<'a, W> {
     heap: &'a mut Heap<W>,
     /// Byte ranges of the placed buffers overlapping the current one in time; reused.
     occupied: Vec<Bytes<W>>,
-    fit: Fit,
+    rules: Rules<'a>,
     stop: &'a dyn Fn() -> bool,
     stopped: &'a std::cell::Cell<bool>,
     /// Work left before `stop` is asked again.
@@ -422,7 +445,13 @@ impl<W: Word> Placer<'_, W> {
         }
         self.occupied.sort_unstable_by_key(|bytes| bytes.offset);
         let ranges = self.occupied.iter().map(|bytes| bytes.widen());
-        let offset = choose_gap(ranges, item.size(), item.alignment(), self.fit);
+        let offset = choose_gap(
+            ranges,
+            item.size(),
+            item.alignment(),
+            self.rules.fit,
+            self.rules.barriers,
+        );
         self.heap.place(item, offset)
     }
 }

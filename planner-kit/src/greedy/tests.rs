@@ -188,7 +188,7 @@ fn pack_by_brute_force(buffers: &[Buffer], order: Order, fit: Fit) -> Vec<u64> {
             .map(|(j, offset)| (offset, offset + buffers[j].size))
             .collect();
         occupied.sort_unstable_by_key(|&(offset, _)| offset);
-        placed[index as usize] = Some(choose_gap(occupied, own.size, own.alignment, fit));
+        placed[index as usize] = Some(choose_gap(occupied, own.size, own.alignment, fit, &[]));
     }
     placed.into_iter().map(Option::unwrap).collect()
 }
@@ -228,16 +228,24 @@ fn the_time_indexes_find_exactly_the_overlapping_buffers() {
         })
         .collect();
     let never = &|| false;
-    assert!(
-        pack_in::<u32>(&buffers, Order::Size, Fit::Best, WINDOW_POINTS, never)
-            .unwrap()
-            .is_some()
-    );
-    assert!(
-        pack_in::<u32>(&scaled, Order::Size, Fit::Best, WINDOW_POINTS, &|| false)
-            .unwrap()
-            .is_none()
-    );
+    assert!(pack_in::<u32>(
+        &buffers,
+        Order::Size,
+        rules(Fit::Best),
+        WINDOW_POINTS,
+        never
+    )
+    .unwrap()
+    .is_some());
+    assert!(pack_in::<u32>(
+        &scaled,
+        Order::Size,
+        rules(Fit::Best),
+        WINDOW_POINTS,
+        &|| false
+    )
+    .unwrap()
+    .is_none());
     for buffers in [buffers, scaled] {
         for (_, order) in Order::ALL {
             for (_, fit) in Fit::ALL {
@@ -247,9 +255,10 @@ fn the_time_indexes_find_exactly_the_overlapping_buffers() {
                 assert_eq!(packing.offsets, expected, "{order:?} {fit:?}");
                 // Windows of a few points: most buffers cross a window boundary.
                 for window_points in [1, 3, 16] {
-                    let windowed = pack_in::<u64>(&buffers, order, fit, window_points, &|| false)
-                        .unwrap()
-                        .expect("64 bits");
+                    let windowed =
+                        pack_in::<u64>(&buffers, order, rules(fit), window_points, &|| false)
+                            .unwrap()
+                            .expect("64 bits");
                     assert_eq!(
                         windowed.offsets, expected,
                         "{order:?} {fit:?} {window_points}"
@@ -266,9 +275,13 @@ fn offsets_narrow_to_32_bits_only_while_every_end_fits() {
     // The larger buffer goes first, the other on top, ending at 2^32 - 1 or one byte above.
     for (size, fits) in [(top - 10, true), (top - 9, false)] {
         let buffers = vec![buffer(10, 0, 1), buffer(size, 0, 1)];
-        let narrow = pack_in::<u32>(&buffers, Order::Duration, Fit::Best, WINDOW_POINTS, &|| {
-            false
-        })
+        let narrow = pack_in::<u32>(
+            &buffers,
+            Order::Duration,
+            rules(Fit::Best),
+            WINDOW_POINTS,
+            &|| false,
+        )
         .unwrap();
         assert_eq!(narrow.is_some(), fits, "size {size}");
         let packing = pack_greedy(&buffers, Order::Duration, Fit::Best);
@@ -409,4 +422,34 @@ fn a_packing_asked_to_stop_gives_up_between_placements() {
     let packing = pack_greedy_until(&buffers, Order::Size, Fit::Best, &never).unwrap();
     assert_valid_packing(&buffers, &packing);
     assert!(polls.get() >= 64, "asked {} times", polls.get());
+}
+
+/// The rules of a packing without barriers.
+fn rules(fit: Fit) -> Rules<'static> {
+    Rules { fit, barriers: &[] }
+}
+
+#[test]
+fn no_buffer_spans_a_barrier() {
+    // Two 24-byte buffers live together and a 32-byte barrier: the second cannot sit at
+    // 24..48, it goes to the barrier. A later 8-byte one fits below it.
+    let buffers = vec![buffer(24, 0, 3), buffer(24, 0, 3), buffer(8, 1, 2)];
+    for fit in [Fit::First, Fit::Best] {
+        let packing = pack_greedy_between(&buffers, Order::Size, fit, &[32], &|| false)
+            .expect("never stopped");
+        let mut big_ones = [packing.offsets[0], packing.offsets[1]];
+        big_ones.sort_unstable();
+        assert_eq!((big_ones, packing.offsets[2]), ([0, 32], 24), "{fit:?}");
+        // Without the barrier, the usual stack.
+        let plain = pack_greedy(&buffers, Order::Size, fit);
+        assert_eq!(plain.height, 56, "{fit:?}");
+    }
+    // A buffer larger than the space below the first barrier starts at it.
+    let big = vec![Buffer {
+        alignment: 8,
+        ..buffer(40, 0, 1)
+    }];
+    let packing = pack_greedy_between(&big, Order::Size, Fit::First, &[16, 32], &|| false)
+        .expect("never stopped");
+    assert_eq!(packing.offsets, vec![32]);
 }

@@ -23,11 +23,17 @@
 //!      (memory index breaks ties). Memories are visited in that order; each packs its pinned
 //!      tensors plus the movable tensors carried to it (in tensor order, so packers break ties
 //!      by tensor index);
-//!    - when the arena does not fit what is left of the memory's budget, every movable tensor
-//!      that ends above the budget (rounded down to the arena alignment) is carried to the
-//!      next memory in the order and the rest is packed again, until it fits. Each round
-//!      carries at least one tensor, so this ends; usually in one or two rounds, as the
-//!      tensors left below the limit mostly keep a valid place when the ones above leave;
+//!    - when the arena does not fit what is left of the memory's budget (rounded down to the
+//!      arena alignment: the *limit*), movable tensors are carried to the next memory in the
+//!      order and the rest is packed again, until it fits. Which ones, two ways, each run
+//!      along the whole order: *cut*, every movable tensor the packer put above the limit;
+//!      *planned*, in the first round at each memory, those above the limit in the best of
+//!      the kit's greedy packings with a barrier at the limit (no tensor spans it, so each is
+//!      wholly below or above; every order and fit, compared by the height they need above
+//!      it, then by the bytes above), and in later rounds the cut. When the cut spills, both
+//!      runs are made and the one with fewer bytes in all its arenas is kept (the cut on a
+//!      tie). Each round carries at least one tensor, so this ends; usually in one or two
+//!      rounds;
 //!    - nothing to carry, or no next memory: `DoesNotFit`, naming the memory, the bytes the
 //!      arena needs and the budget;
 //!    - when tensors were carried, the plan's summary says the split between memories is
@@ -44,7 +50,8 @@
 //! Arenas are listed sorted by `(role, memory, source memory)`; the plan's summary joins the
 //! packers' notes. Everything is deterministic: same request, same plan.
 //!
-//! Cost: the packers' cost plus O(n log n) bookkeeping per spill round, and one pass that
+//! Cost: the packers' cost plus O(n log n) bookkeeping per spill round (a spill runs the
+//! packers twice, and the six barrier packings once per memory), and one pass that
 //! writes the allocations in tensor order (a merge of the arenas' tensor lists: O(n) while
 //! tensors come in runs from one arena, as they do when one arena holds most of them; at
 //! worst O(n × arenas)).
@@ -62,6 +69,7 @@ use inventory::*;
 use passes::*;
 
 use crate::bump::BumpPacker;
+use crate::greedy::{pack_greedy_between, Fit, Order};
 use crate::{Buffer, Packer};
 use memplan_plugin_api::bounds::align_up;
 use memplan_plugin_api::HostContext;

@@ -16,6 +16,31 @@ pub(super) struct PackedArena {
     pub(super) note: String,
 }
 
+/// How the spill pass picks the tensors a memory cannot hold.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Split {
+    /// Those the packer put above the budget.
+    Cut,
+    /// Those a packing that keeps every tensor wholly below or above the budget puts above
+    /// it ([`KitState::plan_split`]).
+    Planned,
+}
+
+/// The arenas of one spill run along the scratch order, not committed yet.
+pub(super) struct SpillRun {
+    /// Memory, arena, and whether tensors were carried out of it.
+    pub(super) arenas: Vec<(u32, PackedArena, bool)>,
+    /// Whether tensors were carried from one memory to the next.
+    pub(super) spilled: bool,
+}
+
+impl SpillRun {
+    /// Bytes of all its arenas.
+    fn bytes(&self) -> u64 {
+        self.arenas.iter().map(|(_, packed, _)| packed.size).sum()
+    }
+}
+
 pub(super) struct KitState<'a> {
     pub(super) request: &'a PlanRequest,
     pub(super) context: &'a HostContext,
@@ -113,38 +138,108 @@ impl<'a> KitState<'a> {
         if let Some(&first) = placeables.free.first() {
             self.first_scratch_memory(first)?;
         }
-        let mut carried = placeables.free;
-        // The buffers of `carried` while it is still the free list `validate` made.
-        let mut carried_buffers = Some(placeables.free_buffers);
+        // Cutting at the budget first (the free list handed over: usually everything fits
+        // and this is the only run); when tensors spilled, the planned split too, and the
+        // run needing fewer bytes in all wins (the cut on a tie).
+        let free = placeables.free.clone();
+        let cut = self.spill_along_order(
+            role,
+            &pinned,
+            placeables.free,
+            Some(placeables.free_buffers),
+            packer,
+            Split::Cut,
+        );
+        let chosen = match cut {
+            Ok(run) if !run.spilled => run,
+            Err(error) if error.kind != PlanErrorKind::DoesNotFit => return Err(error),
+            cut => {
+                let planned =
+                    self.spill_along_order(role, &pinned, free, None, packer, Split::Planned);
+                match (cut, planned) {
+                    (Ok(cut), Ok(planned)) if planned.bytes() < cut.bytes() => planned,
+                    (Ok(cut), _) => cut,
+                    (Err(_), Ok(planned)) => planned,
+                    (Err(error), Err(_)) => return Err(error),
+                }
+            }
+        };
+        for (memory, packed, spilled_out) in chosen.arenas {
+            if spilled_out {
+                self.split_note(memory);
+            }
+            self.commit(role, memory, memory, packed);
+        }
+        for &memory in &self.scratch_order {
+            pinned.remove(&memory);
+        }
+        for (memory, tensors) in pinned {
+            let packed = self.pack_arena(memory, tensors, None, packer)?;
+            if !self.fits(memory, packed.size) {
+                return Err(self.does_not_fit(role, memory, packed.size));
+            }
+            self.commit(role, memory, memory, packed);
+        }
+        Ok(())
+    }
 
-        let order = self.scratch_order.clone();
+    /// Packs the free tensors (`carried`, whose buffers `carried_buffers` may hold) and the
+    /// `pinned` ones along the scratch order, carrying to the next memory what does not fit
+    /// (see the module docs), without committing: the arenas, in scratch order.
+    fn spill_along_order(
+        &self,
+        role: ArenaRole,
+        pinned: &BTreeMap<u32, Vec<u32>>,
+        mut carried: Vec<u32>,
+        mut carried_buffers: Option<Vec<Buffer>>,
+        packer: &dyn Packer,
+        split: Split,
+    ) -> Result<SpillRun, PlanError> {
+        let mut run = SpillRun {
+            arenas: Vec::new(),
+            spilled: false,
+        };
+        let order = &self.scratch_order;
         for (position, &memory) in order.iter().enumerate() {
-            let mut set = pinned.remove(&memory).unwrap_or_default();
+            let mut set = pinned.get(&memory).cloned().unwrap_or_default();
             // Buffers already built for `set`, when it is the free list as `validate` made it.
             let mut set_buffers = None;
             if set.is_empty() {
-                // Usually every tensor: hand the list over rather than copy it.
+                // Usually every tensor: hand the list over rather than copy it. Tensors
+                // carried over several rounds come in runs, each ascending.
                 std::mem::swap(&mut set, &mut carried);
                 set_buffers = carried_buffers.take();
+                if !set.is_sorted() {
+                    set.sort_unstable();
+                }
             } else {
                 set.append(&mut carried);
                 set.sort_unstable();
                 carried_buffers = None;
             }
             let has_next = position + 1 < order.len();
+            let mut split_planned = false;
             while !set.is_empty() {
                 let tensors = std::mem::take(&mut set);
                 let packed = self.pack_arena(memory, tensors, set_buffers.take(), packer)?;
                 if self.fits(memory, packed.size) {
-                    if !carried.is_empty() {
-                        self.split_note(memory);
-                    }
-                    self.commit(role, memory, memory, packed);
+                    run.spilled |= !carried.is_empty();
+                    run.arenas.push((memory, packed, !carried.is_empty()));
                     break;
                 }
                 let limit = self.room(memory) / packed.alignment * packed.alignment;
                 let before = carried.len();
-                for (&index, &offset) in packed.tensors.iter().zip(&packed.offsets) {
+                // The split planned for this memory's budget first, then (should the packer
+                // not fit what it kept) whatever ends above the budget.
+                let planned = match (split, split_planned, has_next) {
+                    (Split::Planned, false, true) => {
+                        split_planned = true;
+                        self.plan_split(&packed, limit)
+                    }
+                    _ => None,
+                };
+                let offsets = planned.as_ref().unwrap_or(&packed.offsets);
+                for (&index, &offset) in packed.tensors.iter().zip(offsets) {
                     let tensor = &self.request.tensors[index as usize];
                     let movable = tensor.memory.is_none() && tensor.fixed_offset.is_none();
                     if movable && has_next && offset + tensor.size > limit {
@@ -164,14 +259,47 @@ impl<'a> KitState<'a> {
                 }
             }
         }
-        for (memory, tensors) in pinned {
-            let packed = self.pack_arena(memory, tensors, None, packer)?;
-            if !self.fits(memory, packed.size) {
-                return Err(self.does_not_fit(role, memory, packed.size));
+        Ok(run)
+    }
+
+    /// Offsets of `packed`'s buffers in a packing where none spans `limit` (the memory's
+    /// budget): those below stay, those above are carried to the next memory. The kit's
+    /// greedy packings with a barrier at `limit`, every order and fit, are compared by the
+    /// height they need above it (the next memory's share at its peak, its bytes in all
+    /// breaking ties); `None` when the arena has nothing above the limit to gain from, or
+    /// when every candidate puts a tensor that must stay (pinned, or at a fixed offset) above
+    /// it, or when the host says stop.
+    fn plan_split(&self, packed: &PackedArena, limit: u64) -> Option<Vec<u64>> {
+        let must_stay = |index: u32| {
+            let tensor = &self.request.tensors[index as usize];
+            tensor.memory.is_some() || tensor.fixed_offset.is_some()
+        };
+        let stop = || self.context.should_stop();
+        let mut best: Option<((u64, u64), Vec<u64>)> = None;
+        for order in Order::ALL.map(|(_, order)| order) {
+            for fit in Fit::ALL.map(|(_, fit)| fit) {
+                let packing =
+                    pack_greedy_between(&packed.buffers, order, fit, &[limit], &stop).ok()?;
+                let mut above = (0u64, 0u64);
+                let mut valid = true;
+                for ((&index, buffer), &offset) in packed
+                    .tensors
+                    .iter()
+                    .zip(&packed.buffers)
+                    .zip(&packing.offsets)
+                {
+                    if offset + buffer.size > limit {
+                        valid &= !must_stay(index);
+                        above.0 = above.0.max(offset + buffer.size - limit);
+                        above.1 += buffer.size;
+                    }
+                }
+                if valid && best.as_ref().is_none_or(|(lowest, _)| above < *lowest) {
+                    best = Some((above, packing.offsets));
+                }
             }
-            self.commit(role, memory, memory, packed);
         }
-        Ok(())
+        best.map(|(_, offsets)| offsets)
     }
 
     /// Says in the plan's summary that tensors were split between memories: a packer's

@@ -336,3 +336,38 @@ fn plans_are_deterministic() {
         assert_eq!(plan(&req).unwrap(), first);
     }
 }
+
+#[test]
+fn the_split_between_memories_is_planned_not_cut_from_one_packing() {
+    // Two large tensors live together, then smaller ones; the first memory holds only one
+    // large tensor. Cutting one packing at the budget sends everything above it to SRAM
+    // (112 + 144 bytes); planning which tensors stay below the budget needs 112 + 96.
+    let tensors = vec![
+        scratch("a", 96, 0, 1),
+        scratch("b", 96, 1, 2),
+        scratch("c", 48, 2, 3),
+        scratch("d", 48, 3, 4),
+        scratch("e", 32, 2, 4),
+        scratch("f", 64, 4, 5),
+        scratch("g", 64, 5, 6),
+        scratch("h", 48, 4, 6),
+    ];
+    let memories = vec![
+        memory("DTCM", Some(112), true, Some(0)),
+        memory("SRAM", None, true, Some(1)),
+    ];
+    let req = request(memories, tensors);
+    let plan = plan(&req).unwrap();
+    assert_valid_plan(&req, &plan);
+    let dtcm = arena(&plan, ArenaRole::Scratch, 0).unwrap().size;
+    let sram = arena(&plan, ArenaRole::Scratch, 1).unwrap().size;
+    assert!(dtcm <= 112);
+    // The cut gave 112 + 144; at least 192 bytes are live at once.
+    assert_eq!((dtcm, sram), (112, 96));
+    assert!(
+        plan.summary
+            .contains("tensors spilled out of DTCM: the split between memories is heuristic"),
+        "{}",
+        plan.summary
+    );
+}
