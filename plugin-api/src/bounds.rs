@@ -1,14 +1,20 @@
-//! The lower bound of an arena: the maximum, over op steps, of the sum of the sizes of the
-//! buffers live at that step. No placement of the buffers can be smaller than the bound of
-//! their bare sizes.
+//! Lower bounds of an arena: no placement of its buffers can be smaller.
 //!
-//! The figure reported beside an arena (DESIGN's *lower bound*) rounds each size up to its
-//! own alignment first. When the tensors of an arena share one alignment that is still a
-//! bound; with mixed alignments a valid arena can be smaller (a 16-byte tensor aligned to 64
-//! and an 8-byte one aligned to 16 fit in 24 bytes, where the rounded sizes sum to 80), so
-//! code that must never overestimate rounds to the smallest alignment instead (the exact
-//! planner's units, the host's early does-not-fit check). Host (analysis, reports) and
-//! planners share this one sweep so every figure means the same thing.
+//! [`lower_bound`] is the sweep: the maximum, over op steps, of the sum of the sizes of the
+//! buffers live at that step. [`arena_lower_bound`] is *the* lower bound of an arena, the one
+//! figure memplan reports everywhere (analysis, plan and check tables, residency JSON, the
+//! shipped planners' notes): the larger of
+//! - the peak of the bare sizes, and
+//! - the peak of the sizes rounded up to the arena's smallest alignment, less the largest such
+//!   rounding: every buffer starts at a multiple of its own alignment, hence of the smallest,
+//!   so buffers live together are stacked at least that far apart, except that the top one
+//!   needs no padding after it.
+//!
+//! Rounding each size to its own alignment would overestimate: with mixed alignments a valid
+//! arena can be smaller (a 16-byte tensor aligned to 64 and an 8-byte one aligned to 16 fit in
+//! 24 bytes, where the rounded sizes sum to 80), and even with one alignment the top buffer's
+//! padding is not needed (two 1-byte buffers aligned to 16 fit in 17 bytes). A bound that
+//! overestimates would let a planner call a plan optimal that is not.
 
 use crate::abi::Lifetime;
 
@@ -55,6 +61,48 @@ where
     peak
 }
 
+/// The lower bound of one arena holding `(size, alignment, lifetime)` buffers (see the module
+/// docs): never above the height of any valid placement. O(n log n), one sweep.
+pub fn arena_lower_bound<I>(buffers: I) -> u64
+where
+    I: IntoIterator<Item = (u64, u64, Lifetime)>,
+    I::IntoIter: Clone,
+{
+    let buffers = buffers.into_iter().filter(|&(size, _, _)| size > 0);
+    let Some(alignment) = buffers
+        .clone()
+        .map(|(_, alignment, _)| alignment.max(1))
+        .min()
+    else {
+        return 0;
+    };
+    // (step, is_end, bare size, rounded size); ends (at the step after a lifetime's last)
+    // before starts at one step, as in `lower_bound`.
+    let mut events: Vec<(u64, bool, u64, u64)> = Vec::new();
+    let mut top_rounding = 0;
+    for (size, _, lifetime) in buffers {
+        let rounded = align_up(size, alignment);
+        top_rounding = top_rounding.max(rounded - size);
+        events.push((u64::from(lifetime.first), false, size, rounded));
+        events.push((u64::from(lifetime.last) + 1, true, size, rounded));
+    }
+    events.sort_unstable_by_key(|&(step, is_end, _, _)| (step, !is_end));
+    let (mut bare, mut rounded) = (0u64, 0u64);
+    let (mut bare_peak, mut rounded_peak) = (0u64, 0u64);
+    for (_, is_end, size, padded) in events {
+        if is_end {
+            bare -= size;
+            rounded -= padded;
+        } else {
+            bare = bare.saturating_add(size);
+            rounded = rounded.saturating_add(padded);
+            bare_peak = bare_peak.max(bare);
+            rounded_peak = rounded_peak.max(rounded);
+        }
+    }
+    bare_peak.max(rounded_peak.saturating_sub(top_rounding))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +131,46 @@ mod tests {
             lower_bound([(10, lt(0, 1)), (20, lt(2, 4)), (5, lt(3, 3))]),
             25
         );
+    }
+
+    #[test]
+    fn the_arena_bound_never_counts_padding_a_placement_can_avoid() {
+        // One alignment: the top buffer needs no padding after it (0..1 and 16..17).
+        assert_eq!(
+            arena_lower_bound([(1, 16, lt(0, 1)), (1, 16, lt(0, 1))]),
+            17
+        );
+        // Mixed alignments: 0..16 aligned to 64, 16..24 aligned to 16.
+        assert_eq!(
+            arena_lower_bound([(16, 64, lt(0, 0)), (8, 16, lt(0, 0))]),
+            24
+        );
+        // Sizes that are multiples of the alignment: the plain peak.
+        assert_eq!(
+            arena_lower_bound([(32, 16, lt(0, 1)), (48, 16, lt(1, 2)), (16, 16, lt(3, 3))]),
+            80
+        );
+        // Padding between buffers stacked at one step counts.
+        assert_eq!(
+            arena_lower_bound([(1, 16, lt(0, 0)), (1, 16, lt(0, 0)), (1, 16, lt(0, 0))]),
+            33
+        );
+        // Three 10-byte tensors aligned to 16 live together: two are padded, the top one
+        // ends at its last byte.
+        let three = [(10, 16, lt(0, 0)), (10, 16, lt(0, 0)), (10, 16, lt(0, 0))];
+        assert_eq!(arena_lower_bound(three), 42);
+        // The bare peak when the rounding is taken at another step than the peak's.
+        assert_eq!(
+            arena_lower_bound([(100, 4, lt(0, 0)), (1, 4, lt(1, 1))]),
+            100
+        );
+        // One ending the step before another starts: never live together.
+        assert_eq!(
+            arena_lower_bound([(32, 16, lt(0, 1)), (48, 16, lt(2, 3))]),
+            48
+        );
+        assert_eq!(arena_lower_bound(Vec::new()), 0);
+        assert_eq!(arena_lower_bound([(0, 16, lt(0, 3))]), 0);
     }
 
     #[test]

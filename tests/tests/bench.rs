@@ -251,3 +251,40 @@ fn a_plan_the_checker_rejects_fails_its_row_and_the_other_planners_keep_theirs()
         "{text}"
     );
 }
+
+#[test]
+fn solutions_are_written_in_minimalloc_form_and_read_back_as_the_same_packing() {
+    // A small MiniMalloc instance, written here; the solution CSV read back as an input (its
+    // `offset` column fixes every buffer) must plan to the same height and pass the checker.
+    let dir = memplan_tests::temp_dir("solutions");
+    let instance = dir.join("chain.csv");
+    std::fs::write(
+        &instance,
+        "id,lower,upper,size\na,0,2,32\nb,1,3,48\nc,2,4,16\nd,0,4,8\n",
+    )
+    .unwrap();
+    let solutions = dir.join("solutions");
+    let rows = bench_json(&[
+        instance.to_str().unwrap(),
+        "--planner",
+        "greedy-bestfit,exact",
+        "--solutions",
+        solutions.to_str().unwrap(),
+    ]);
+    for (row, planner) in rows.iter().zip(["greedy-bestfit", "exact"]) {
+        let solution = solutions.join(format!("chain.{planner}.csv"));
+        let text = std::fs::read_to_string(&solution).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some("id,lower,upper,size,offset"));
+        let ids: Vec<&str> = lines
+            .map(|line| {
+                let fields: Vec<&str> = line.split(',').collect();
+                assert_eq!(fields.len(), 5, "{line}");
+                fields[0]
+            })
+            .collect();
+        assert_eq!(ids, ["a", "b", "c", "d"]);
+        let replayed = bench_json(&[solution.to_str().unwrap(), "--planner", "linear"]);
+        assert_eq!(replayed[0]["height"], row["height"], "{text}");
+    }
+}

@@ -28,7 +28,7 @@
 //! tensors is only built on the failure path.
 
 use abi_stable::std_types::RSome;
-use memplan_plugin_api::bounds::{align_up, lower_bound};
+use memplan_plugin_api::bounds::{align_up, arena_lower_bound};
 use memplan_plugin_api::{ArenaRole, Lifetime, MemoryRequest, TensorRequest};
 
 use crate::error::{Error, Result};
@@ -60,7 +60,7 @@ pub(super) fn pinned_floors(tensors: &[TensorRequest], memory_count: usize) -> V
         .map(|per_role| {
             let mut floors = [0; 3];
             for (floor, buffers) in floors.iter_mut().zip(per_role) {
-                *floor = arena_floor(buffers);
+                *floor = arena_lower_bound(buffers.iter().copied());
             }
             floors
         })
@@ -122,25 +122,6 @@ fn kit_budget(
         })
         .fold(0u64, u64::saturating_add);
     budget.max(total(floors))
-}
-
-/// The floor of one arena holding `(size, alignment, lifetime)` buffers (sizes above 0).
-fn arena_floor(buffers: &[(u64, u64, Lifetime)]) -> u64 {
-    let Some(alignment) = buffers.iter().map(|&(_, alignment, _)| alignment).min() else {
-        return 0;
-    };
-    let bare = lower_bound(buffers.iter().map(|&(size, _, lifetime)| (size, lifetime)));
-    let rounded = lower_bound(
-        buffers
-            .iter()
-            .map(|&(size, _, lifetime)| (align_up(size, alignment), lifetime)),
-    );
-    let top_rounding = buffers
-        .iter()
-        .map(|&(size, _, _)| align_up(size, alignment) - size)
-        .max()
-        .unwrap_or(0);
-    bare.max(rounded.saturating_sub(top_rounding))
 }
 
 /// Fails with exit 5 when the floors of some memory add up to more than its budget, one
@@ -251,22 +232,6 @@ mod tests {
 
     fn lt(first: u32, last: u32) -> Lifetime {
         Lifetime::new(first, last)
-    }
-
-    #[test]
-    fn the_floor_rounds_to_the_smallest_alignment_but_not_the_top_tensor() {
-        assert_eq!(arena_floor(&[]), 0);
-        // 16 bytes aligned to 64 and 8 aligned to 16, both live: 16 + 8 = 24 bytes suffice
-        // (offsets 0 and 16); rounding each to its own alignment would say 80.
-        assert_eq!(arena_floor(&[(16, 64, lt(0, 1)), (8, 16, lt(0, 1))]), 24);
-        // Three 10-byte tensors aligned to 16 live together: two are padded to 16, the top
-        // one ends at its last byte.
-        let three = [(10, 16, lt(0, 0)), (10, 16, lt(0, 0)), (10, 16, lt(0, 0))];
-        assert_eq!(arena_floor(&three), 42);
-        // Disjoint lifetimes: the larger step wins.
-        assert_eq!(arena_floor(&[(32, 16, lt(0, 0)), (48, 16, lt(1, 1))]), 48);
-        // The bare peak when the rounding is taken at another step than the peak's.
-        assert_eq!(arena_floor(&[(100, 4, lt(0, 0)), (1, 4, lt(1, 1))]), 100);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! two colliding slots at least one is reported (so moving every reported slot clear of its
 //! partner and re-checking converges), and each slot is reported at most once.
 
-use memplan_plugin_api::bounds::{align_up, lower_bound};
+use memplan_plugin_api::bounds::{align_up, arena_lower_bound};
 
 use super::{steps, Checker, Slot, Violation, ViolationKind};
 use crate::analyze::sweep::{self, Span};
@@ -74,15 +74,15 @@ fn collisions(slots: &[Slot]) -> Vec<(Slot, Slot)> {
         .collect()
 }
 
-/// The lower bound of each arena: the peak over steps of the aligned sizes of its live slots.
+/// The lower bound of each arena ([`arena_lower_bound`], the one memplan reports everywhere).
 pub(super) fn lower_bounds(slots: &[Vec<Slot>]) -> Vec<u64> {
     slots
         .iter()
         .map(|arena_slots| {
-            lower_bound(
+            arena_lower_bound(
                 arena_slots
                     .iter()
-                    .map(|slot| (align_up(slot.size, slot.alignment), slot.lifetime)),
+                    .map(|slot| (slot.size, slot.alignment, slot.lifetime)),
             )
         })
         .collect()
@@ -205,10 +205,16 @@ mod tests {
     }
 
     #[test]
-    fn lower_bound_counts_aligned_sizes() {
+    fn lower_bound_counts_the_padding_no_placement_avoids() {
+        // Both aligned to 16 and live at step 1: the lower one is padded to 16.
         let mut a = slot(0, 0, 10, 0, 1);
         a.alignment = 16;
-        let b = slot(1, 16, 10, 1, 2);
+        let mut b = slot(1, 16, 10, 1, 2);
+        b.alignment = 16;
         assert_eq!(lower_bounds(&[vec![a, b], vec![]]), vec![26, 0]);
+        // The second unaligned: it can go first, at 0..10, and the aligned one at 16..26, or
+        // the aligned one first and the other right after it, at 10..20.
+        b.alignment = 1;
+        assert_eq!(lower_bounds(&[vec![a, b]]), vec![20]);
     }
 }

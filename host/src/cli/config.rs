@@ -91,6 +91,8 @@ pub struct BenchConfig {
     pub format: BenchFormat,
     /// Draw a progress bar (not with `-q`; only on a terminal).
     pub show_progress: bool,
+    /// `--solutions DIR`: where to write each plan as a MiniMalloc solution CSV.
+    pub solutions: Option<PathBuf>,
 }
 
 /// Checks the command line and resolves it into a [`Config`].
@@ -175,6 +177,7 @@ fn bench(args: BenchArgs, verbosity: Verbosity) -> Result<BenchConfig> {
         plugins,
         format: args.format,
         show_progress: !verbosity.quiet,
+        solutions: args.solutions,
     })
 }
 

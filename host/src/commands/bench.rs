@@ -3,7 +3,10 @@
 //! (`report::bench`). A progress bar is drawn on stderr when it is a terminal.
 
 use std::io::{IsTerminal, Write};
+use std::path::Path;
 use std::process::ExitCode;
+
+use memplan_plugin_api::{ArenaRole, MemoryPlan, PlanRequest};
 
 use crate::check;
 use crate::cli::config::BenchConfig;
@@ -28,7 +31,7 @@ pub fn run(config: &BenchConfig) -> Result<ExitCode> {
         let label = path.display().to_string();
         for planner in planners {
             config.options.set_for(&mut analysis.request, planner);
-            let outcome = measure_planner(
+            let measured = measure_planner(
                 &analysis.request,
                 planner,
                 config.runs,
@@ -36,8 +39,15 @@ pub fn run(config: &BenchConfig) -> Result<ExitCode> {
                     progress.step(&label, planner);
                     registry.plan(planner, &analysis.request, &config.limits, config.isolate)
                 },
-                |plan| check::check_plan(&analysis, plan).map(drop),
+                |plan| check::check_plan(&analysis, plan).map(|checked| checked.plan),
             );
+            let outcome = match (measured, &config.solutions) {
+                (Ok((measurement, plan)), Some(dir)) => {
+                    write_solution(dir, path, planner, &analysis.request, &plan)?;
+                    Ok(measurement)
+                }
+                (measured, _) => measured.map(|(measurement, _)| measurement),
+            };
             rows.push(BenchRow {
                 input: label.clone(),
                 planner: planner.clone(),
@@ -62,6 +72,80 @@ pub fn run(config: &BenchConfig) -> Result<ExitCode> {
         Some(error) => error.exit_code(),
         None => ExitCode::SUCCESS,
     })
+}
+
+/// Writes `plan` of `input` by `planner` as `DIR/{input file stem}.{planner}.csv` (see
+/// [`solution_csv`]); the directory is created when missing.
+fn write_solution(
+    dir: &Path,
+    input: &Path,
+    planner: &str,
+    request: &PlanRequest,
+    plan: &MemoryPlan,
+) -> Result<()> {
+    let stem = input
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "input".to_string());
+    let file = dir.join(format!("{stem}.{planner}.csv"));
+    let text = solution_csv(request, plan).map_err(|problem| {
+        Error::input(format!(
+            "--solutions: cannot write {} as a MiniMalloc solution: {problem}",
+            input.display()
+        ))
+    })?;
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&file, text))
+        .map_err(|error| {
+            Error::input(format!(
+                "--solutions: cannot write {}: {error}; give a directory you can write",
+                file.display()
+            ))
+        })
+}
+
+/// A MiniMalloc-format solution of `plan`: `id,lower,upper,size,offset`, one line per scratch
+/// tensor with bytes of its own (aliases and empty tensors have none), in tensor order; the
+/// lifetime half-open as MiniMalloc writes it (`upper` = last step + 1), the offset in the
+/// scratch arena. A MiniMalloc solution describes one arena: a plan whose scratch tensors
+/// spilled over several memories has none.
+pub fn solution_csv(
+    request: &PlanRequest,
+    plan: &MemoryPlan,
+) -> std::result::Result<String, String> {
+    let mut arenas = plan
+        .arenas
+        .iter()
+        .filter(|arena| arena.role == ArenaRole::Scratch);
+    if let (Some(_), Some(_)) = (arenas.next(), arenas.next()) {
+        return Err(format!(
+            "its plan has {} scratch arenas (tensors split over memories), and a MiniMalloc \
+             solution describes one",
+            plan.arenas
+                .iter()
+                .filter(|arena| arena.role == ArenaRole::Scratch)
+                .count()
+        ));
+    }
+    let mut out = String::from("id,lower,upper,size,offset\n");
+    for allocation in plan.allocations.iter() {
+        let tensor = &request.tensors[allocation.tensor as usize];
+        if allocation.binding.role != ArenaRole::Scratch
+            || tensor.alias_of.is_some()
+            || tensor.size == 0
+        {
+            continue;
+        }
+        out.push_str(&format!(
+            "{},{},{},{},{}\n",
+            tensor.id,
+            tensor.lifetime.first,
+            u64::from(tensor.lifetime.last) + 1,
+            tensor.size,
+            allocation.binding.offset
+        ));
+    }
+    Ok(out)
 }
 
 /// A one-line progress bar on stderr, redrawn in place.

@@ -4,8 +4,8 @@
 //! Figures (the scratch side of the plan, which is what planners differ on):
 //! - *height*: per scratch arena, the highest `offset + size` of the tensors bound there
 //!   (before the arena is rounded up to its alignment), summed over the scratch arenas;
-//! - *lower bound*: [`lower_bound`] of every scratch tensor (aligned sizes), the same for all
-//!   planners; no plan's height can be below it, however its tensors are split over memories;
+//! - *lower bound*: [`arena_lower_bound`] of every scratch tensor (aliases excepted), the same
+//!   for all planners and the same figure as the plan's table when they share one arena;
 //! - *time*: the median wall time of `--runs` calls of the planner.
 //!
 //! Every run of a planner must give the same plan; a planner that does not is reported as
@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use memplan_plugin_api::bounds::{align_up, lower_bound};
+use memplan_plugin_api::bounds::arena_lower_bound;
 use memplan_plugin_api::{ArenaRole, MemoryPlan, PlanRequest};
 
 use crate::check::Violations;
@@ -70,8 +70,8 @@ pub fn measure_planner(
     planner: &str,
     runs: u32,
     mut plan: impl FnMut() -> Result<MemoryPlan>,
-    check: impl FnOnce(MemoryPlan) -> Result<(), Violations>,
-) -> Result<Measurement> {
+    check: impl FnOnce(MemoryPlan) -> Result<MemoryPlan, Violations>,
+) -> Result<(Measurement, MemoryPlan)> {
     let runs = runs.max(1);
     let mut times = Vec::with_capacity(runs as usize);
     let mut first: Option<MemoryPlan> = None;
@@ -95,13 +95,14 @@ pub fn measure_planner(
     times.sort_unstable();
     let plan = first.expect("at least one run");
     let height = scratch_height(&plan);
-    check(plan).map_err(|violations| wrong_plan_error(planner, &violations))?;
-    Ok(Measurement {
+    let plan = check(plan).map_err(|violations| wrong_plan_error(planner, &violations))?;
+    let measurement = Measurement {
         height,
         lower_bound: scratch_lower_bound(request),
         median_time: times[times.len() / 2],
         runs,
-    })
+    };
+    Ok((measurement, plan))
 }
 
 /// The failure of a row whose plan the checker rejected: the planner, how many violations and
@@ -140,14 +141,14 @@ pub fn scratch_height(plan: &MemoryPlan) -> u64 {
     tops.values().sum()
 }
 
-/// Lower bound of the scratch tensors of `request` (aliases excepted), aligned sizes.
+/// Lower bound of the scratch tensors of `request` (aliases excepted), as one arena's.
 pub fn scratch_lower_bound(request: &PlanRequest) -> u64 {
-    lower_bound(
+    arena_lower_bound(
         request
             .tensors
             .iter()
             .filter(|t| t.kind.role() == ArenaRole::Scratch && t.alias_of.is_none())
-            .map(|t| (align_up(t.size, t.alignment), t.lifetime)),
+            .map(|t| (t.size, t.alignment, t.lifetime)),
     )
 }
 
@@ -182,7 +183,7 @@ mod tests {
     }
 
     #[test]
-    fn lower_bound_counts_aligned_scratch_tensors_only() {
+    fn lower_bound_counts_scratch_tensors_only_with_the_padding_no_placement_avoids() {
         let mut alias = tensor(TensorKind::Intermediate, 64, 0, 1);
         alias.alias_of = ROption::RSome(AliasOf { root: 0, offset: 0 });
         let request = PlanRequest {
@@ -196,7 +197,9 @@ mod tests {
             num_steps: 3,
             options: RString::from("{}"),
         };
-        assert_eq!(scratch_lower_bound(&request), 16 + 32);
+        // 10 and 20 bytes aligned to 16, live together: 10 padded to 16, then 20 (0..10,
+        // 16..36).
+        assert_eq!(scratch_lower_bound(&request), 16 + 20);
     }
 
     fn empty_request() -> PlanRequest {
@@ -229,11 +232,12 @@ mod tests {
                 Ok(plan_with_height(48))
             },
             |plan| {
-                checked.push(plan);
-                Ok(())
+                checked.push(plan.clone());
+                Ok(plan)
             },
         )
-        .unwrap();
+        .unwrap()
+        .0;
         assert_eq!(calls, 5);
         assert_eq!(checked, vec![plan_with_height(48)]);
         assert_eq!((m.height, m.lower_bound, m.runs), (48, 32, 5));
@@ -252,9 +256,9 @@ mod tests {
                 calls += 1;
                 Ok(plan_with_height(32 * calls))
             },
-            |_| {
+            |plan| {
                 checks += 1;
-                Ok(())
+                Ok(plan)
             },
         )
         .unwrap_err();
@@ -276,9 +280,10 @@ mod tests {
                 plan.summary = RString::from(format!("searched for {calls} ms"));
                 Ok(plan)
             },
-            |_| Ok(()),
+            Ok,
         )
-        .unwrap();
+        .unwrap()
+        .0;
         assert_eq!(measurement.height, 32);
     }
 

@@ -87,10 +87,11 @@ impl Region {
         self.role != ArenaRole::Constant || self.is_staged()
     }
 
-    /// Bytes of the arena above its lower bound: what the plan spends beyond the best any
-    /// plan could do.
+    /// Bytes the placement spends above the arena's lower bound: the end of its highest
+    /// tensor less the bound. The arena's rounding up to its alignment (`size - used`) is not
+    /// fragmentation and is not counted.
     pub fn fragmentation(&self) -> u64 {
-        self.size.saturating_sub(self.lower_bound)
+        self.used.saturating_sub(self.lower_bound)
     }
 
     /// `fragmentation` as a percentage of the arena size (0 for an empty arena).

@@ -173,7 +173,14 @@ impl Packer for ExactPacker {
             .map(|(buffer, offset)| offset + buffer.size)
             .max()
             .unwrap_or(0);
-        packing.note = note(&outcome, packing.height, problem.unit, started.elapsed());
+        let bound = portfolio::arena_lower_bound(buffers);
+        packing.note = note(
+            &outcome,
+            packing.height,
+            bound,
+            problem.unit,
+            started.elapsed(),
+        );
         context.debug(&format!(
             "exact: {} buffers: {}",
             buffers.len(),
@@ -183,7 +190,10 @@ impl Packer for ExactPacker {
     }
 }
 
-fn note(outcome: &Outcome, height: u64, unit: u64, elapsed: Duration) -> String {
+/// What the search achieved, for the plan's summary. `bound` is the arena's lower bound as
+/// memplan reports it everywhere ([`portfolio::arena_lower_bound`]); the search may prove more
+/// (`outcome.lower_bound`, in units), which is said apart.
+fn note(outcome: &Outcome, height: u64, bound: u64, unit: u64, elapsed: Duration) -> String {
     let granularity = if unit > 1 {
         format!(", heights compared in {unit}-byte units")
     } else {
@@ -195,7 +205,7 @@ fn note(outcome: &Outcome, height: u64, unit: u64, elapsed: Duration) -> String 
         elapsed.as_secs_f64()
     );
     if outcome.is_proven() {
-        let reason = if outcome.height == outcome.lower_bound {
+        let reason = if height <= bound {
             "equal to the lower bound"
         } else {
             "search exhausted"
@@ -203,9 +213,17 @@ fn note(outcome: &Outcome, height: u64, unit: u64, elapsed: Duration) -> String 
         return format!("height {height}: proven optimal, {reason} ({effort})");
     }
     // The top unit of a packing holds at least one byte.
-    let bound = outcome.lower_bound.saturating_sub(1) * unit + 1;
-    let gap = 100.0 * (height as f64 - bound as f64) / bound as f64;
-    format!("height {height}, lower bound {bound} (gap {gap:.2}%): time limit reached ({effort})")
+    let proven = outcome.lower_bound.saturating_sub(1) * unit + 1;
+    let gap = 100.0 * (height as f64 - bound as f64) / bound.max(1) as f64;
+    let searched = if proven > bound {
+        format!("; the search proved no packing is below {proven}")
+    } else {
+        String::new()
+    };
+    format!(
+        "height {height}, lower bound {bound} (gap {gap:.2}%){searched}: time limit reached \
+         ({effort})"
+    )
 }
 
 /// Lowers the packing of each component by search until the arena height is proven

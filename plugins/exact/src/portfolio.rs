@@ -3,7 +3,7 @@
 //!
 //! Per arena (the kit's `plan_with_packer` does constants, persistent tensors, memories, spill
 //! and aliases around it):
-//! 1. the arena's lower bound: the peak over steps of the aligned sizes live together. No
+//! 1. the arena's lower bound (the one memplan reports: `bounds::arena_lower_bound`). No
 //!    packing is lower, so a candidate that reaches it ends the search, proven optimal;
 //! 2. cheap candidates, each O(n log n): the kit's greedy packer by decreasing size with best
 //!    and first fit (first fit is TFLite Micro's planner), by duration and by area (XLA's heap
@@ -28,7 +28,7 @@ use memplan_planner_kit::{
     pack_greedy_until, plan_with_packer, Buffer, Fit, Order, Packer, Packing, PlannerOptions,
     Stopped,
 };
-use memplan_plugin_api::bounds::{align_up, lower_bound};
+use memplan_plugin_api::bounds;
 use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanErrorKind, PlanRequest, Planner};
 
 use crate::ExactPacker;
@@ -77,12 +77,12 @@ pub struct PortfolioPacker {
     exact: ExactPacker,
 }
 
-/// The lower bound of one arena holding `buffers`: every size rounded up to its alignment.
+/// The lower bound of one arena holding `buffers` (the host's figure: [`bounds::arena_lower_bound`]).
 pub fn arena_lower_bound(buffers: &[Buffer]) -> u64 {
-    lower_bound(
+    bounds::arena_lower_bound(
         buffers
             .iter()
-            .map(|buffer| (align_up(buffer.size, buffer.alignment), buffer.lifetime)),
+            .map(|buffer| (buffer.size, buffer.alignment, buffer.lifetime)),
     )
 }
 
