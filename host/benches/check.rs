@@ -160,6 +160,8 @@ fn model_like() -> (Analysis, MemoryPlan) {
         // Not read by the stages under test.
         memory_lower_bounds: Vec::new(),
         pinned_overflow: None,
+        inputs: Vec::new(),
+        outputs: Vec::new(),
         tflite: None,
         constant_data: vec![None; TENSORS],
         request,

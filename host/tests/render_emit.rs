@@ -313,6 +313,8 @@ fn layout_picture_has_a_panel_per_region_and_a_rectangle_per_tensor() {
 fn report() -> memplan::report::plan::RunReport {
     memplan::report::plan::RunReport {
         planner: "greedy-bestfit".to_string(),
+        planner_file: "/opt/memplan/libgreedy.so".into(),
+        shadowed_files: vec!["/home/me/plugins/libgreedy.so".into()],
         planner_summary: "hand-made".to_string(),
         candidates: Vec::new(),
         timings: vec![
@@ -336,6 +338,11 @@ fn json_summary_carries_arenas_hashes_planner_and_timings() {
         plan.tensor_layout_hash.as_str()
     );
     assert_eq!(summary["planner"], "greedy-bestfit");
+    assert_eq!(summary["planner_file"], "/opt/memplan/libgreedy.so");
+    assert_eq!(
+        summary["shadowed_files"],
+        serde_json::json!(["/home/me/plugins/libgreedy.so"])
+    );
     assert_eq!(summary["timings_ms"]["plan"], 1.5);
     assert_eq!(summary["timings_ms"]["total"], 2.0);
     let arenas = summary["arenas"].as_array().unwrap();
@@ -386,6 +393,13 @@ fn text_summary_has_a_line_per_region() {
     let text = String::from_utf8(stdout).unwrap();
     assert!(text.contains(&plan.plan_hash), "{text}");
     assert!(text.contains("greedy-bestfit (hand-made)"), "{text}");
+    assert!(
+        text.contains(
+            "planner `greedy-bestfit` from /opt/memplan/libgreedy.so, which shadows the one in \
+             /home/me/plugins/libgreedy.so"
+        ),
+        "{text}"
+    );
     let dtcm_line = text
         .lines()
         .find(|line| line.contains("scratch") && line.contains("DTCM"))

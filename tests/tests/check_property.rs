@@ -138,6 +138,8 @@ fn analysis_of(request: PlanRequest) -> Analysis {
         // Not read by the stages under test.
         memory_lower_bounds: Vec::new(),
         pinned_overflow: None,
+        inputs: Vec::new(),
+        outputs: Vec::new(),
         tflite: None,
         constant_data: vec![None; count],
         request,

@@ -327,6 +327,29 @@ fn an_earlier_directory_shadows_a_later_one_with_a_warning() {
         "{warning}"
     );
     assert!(warning.contains("shadowed"), "{warning}");
+
+    // The plan's summary names the file the planner came from and the one it shadows.
+    let output = memplan()
+        .arg("plan")
+        .arg(memplan_tests::tiny_model())
+        .args(["--planner", "fixture-vendor", "--format", "json"])
+        .args([
+            "--plugin-dir",
+            &first_arg,
+            "--plugin-dir",
+            &second_arg,
+            "--out",
+        ])
+        .arg(memplan_tests::temp_dir("shadow-plan"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["planner_file"], winner.display().to_string());
+    assert_eq!(
+        summary["shadowed_files"],
+        serde_json::json!([shadowed.display().to_string()])
+    );
 }
 
 #[test]

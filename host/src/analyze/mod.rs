@@ -55,6 +55,11 @@ pub struct Analysis {
     /// before running a planner ([`Analysis::ensure_plannable`]); `check` goes on, as the
     /// budget violations of the plan it is given are its report.
     pub pinned_overflow: Option<Error>,
+    /// The model's graph inputs and outputs (tensor indices) in its own order, where it lists
+    /// them (a `.tflite` model's subgraph 0; may be empty: then the tensors of kind input and
+    /// output, in tensor order, are the graph's).
+    pub inputs: Vec<u32>,
+    pub outputs: Vec<u32>,
     /// For a `.tflite` model: where its tensors sit in the file and what TFLite Micro adds at
     /// run time (kernel scratch buffers), for the offline plan written into the model.
     pub tflite: Option<Box<TfliteOrigin>>,
@@ -71,6 +76,7 @@ pub fn analyze(
     check_rule_memories(target, rules)?;
     let mut model = lifetimes::tflite_micro::resolve(model)?;
     let tflite = model.tflite.take();
+    let (graph_inputs, graph_outputs) = (model.inputs.clone(), model.outputs.clone());
     let roots = aliases::resolve(&model)?;
     let lifetimes = lifetimes::derive(&model, &roots)?;
     let file = model.path.display().to_string();
@@ -266,6 +272,8 @@ pub fn analyze(
         constant_data,
         memory_lower_bounds,
         pinned_overflow,
+        inputs: graph_inputs,
+        outputs: graph_outputs,
         tflite,
     })
 }

@@ -267,6 +267,8 @@ pub(crate) mod testing {
             // Not read by the stages under test.
             memory_lower_bounds: Vec::new(),
             pinned_overflow: None,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
             tflite: None,
             constant_data: vec![None; count],
         }

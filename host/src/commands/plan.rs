@@ -101,7 +101,10 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
     })?;
     let files = timed(&mut timings, "emit", || emit::emit(&rendered, &config.out))?;
 
+    let chosen = registry.find(&render_options.planner)?;
     let report = RunReport {
+        planner_file: chosen.file.path.clone(),
+        shadowed_files: registry.shadowed(&chosen.name).to_vec(),
         planner: render_options.planner.clone(),
         planner_summary,
         candidates,

@@ -144,6 +144,24 @@ pub fn write_tensors_h(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
     writeln!(out, "    {p}_num_tensors = {}", plan.tensors.len())?;
     writeln!(out, "}};\n")?;
 
+    // The model's inputs and outputs by position, as the runtime numbers them (a `.tflite`
+    // model's tensors are known by number, so `{p}_tensor_7` says little).
+    writeln!(
+        out,
+        "/* The model's inputs and outputs, in the model's order: {pm}_INPUT_0 is its first input. */"
+    )?;
+    for (what, which) in [("INPUT", &plan.inputs), ("OUTPUT", &plan.outputs)] {
+        writeln!(out, "#define {pm}_NUM_{what}S {}u", which.len())?;
+        for (position, &index) in which.iter().enumerate() {
+            writeln!(
+                out,
+                "#define {pm}_{what}_{position} {}",
+                plan.tensors[index].c_name
+            )?;
+        }
+    }
+    writeln!(out)?;
+
     writeln!(
         out,
         "/* Arena regions: scratch, then persistent, then constant; by memory name. */\nenum {p}_arena_region {{"

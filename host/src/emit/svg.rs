@@ -459,6 +459,8 @@ mod tests {
             num_steps: (count / 8 * 2 + 2) as u32,
             regions: vec![region],
             tensors,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
             plan_hash: "0".into(),
             tensor_layout_hash: "0".into(),
             plan_document: String::new(),

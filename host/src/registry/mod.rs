@@ -178,6 +178,9 @@ pub struct Registry {
     /// Whether every file was loaded (not only the pinned ones), so that a planner name no
     /// file provides is known to be provided by none.
     loaded_every_file: bool,
+    /// By planner name: the files later in the search path whose planner of that name the
+    /// registered one shadows.
+    shadowed: BTreeMap<String, Vec<PathBuf>>,
 }
 
 impl Registry {
@@ -381,6 +384,10 @@ impl Registry {
                      search path"
                 );
                 tracing::warn!("{}: {reason}", handle.file.path.display());
+                self.shadowed
+                    .entry(name.clone())
+                    .or_default()
+                    .push(handle.file.path.clone());
                 self.rejected.push(Rejected {
                     path: handle.file.path.clone(),
                     reason,
@@ -426,6 +433,12 @@ impl Registry {
         let mut planners: Vec<&PlannerHandle> = self.planners.iter().collect();
         planners.sort_by(|a, b| a.name.cmp(&b.name));
         planners
+    }
+
+    /// The files whose planner `name` is shadowed by the one registered (later in the search
+    /// path), in discovery order.
+    pub fn shadowed(&self, name: &str) -> &[PathBuf] {
+        self.shadowed.get(name).map_or(&[], Vec::as_slice)
     }
 
     /// The files that were not used, and why, in discovery order.

@@ -146,6 +146,9 @@ pub struct RenderPlan {
     pub regions: Vec<Region>,
     /// Tensors in the request's order.
     pub tensors: Vec<RenderedTensor>,
+    /// The model's inputs and outputs (indices into `tensors`), in the model's order.
+    pub inputs: Vec<usize>,
+    pub outputs: Vec<usize>,
     pub plan_hash: String,
     pub tensor_layout_hash: String,
     /// Text of `{prefix}_plan.json` (format: `crate::plan_file`).
@@ -335,10 +338,14 @@ fn render_tables(
         )));
     }
 
+    let inputs = graph_order(&analysis.inputs, request, TensorKind::Input);
+    let outputs = graph_order(&analysis.outputs, request, TensorKind::Output);
     Ok(RenderPlan {
         prefix: options.prefix.clone(),
         external_arenas: options.external_arenas,
         num_steps: request.num_steps,
+        inputs,
+        outputs,
         plan_hash: hash::plan_hash(&regions),
         tensor_layout_hash: hash::tensor_layout_hash(&tensors),
         plan_document: String::new(),
@@ -347,6 +354,26 @@ fn render_tables(
         tflite,
         emit_tflite: options.emit_tflite,
     })
+}
+
+/// The tensors of `kind` (the model's inputs or outputs) in the order the model lists them
+/// (`listed`), then any others of that kind in tensor order.
+fn graph_order(listed: &[u32], request: &PlanRequest, kind: TensorKind) -> Vec<usize> {
+    let of_kind = |index: usize| {
+        request
+            .tensors
+            .get(index)
+            .is_some_and(|tensor| tensor.kind == kind)
+    };
+    let mut taken = vec![false; request.tensors.len()];
+    let mut order: Vec<usize> = Vec::new();
+    let listed = listed.iter().map(|&index| index as usize);
+    for index in listed.chain(0..request.tensors.len()) {
+        if of_kind(index) && !std::mem::replace(&mut taken[index], true) {
+            order.push(index);
+        }
+    }
+    order
 }
 
 /// The memory a plan refers to by index (the checker has made sure it exists).

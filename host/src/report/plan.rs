@@ -19,6 +19,10 @@ use crate::render::RenderPlan;
 pub struct RunReport {
     /// Name of the planner whose plan was kept.
     pub planner: String,
+    /// The plugin file it came from.
+    pub planner_file: PathBuf,
+    /// Files later in the search path with a planner of the same name, which it shadows.
+    pub shadowed_files: Vec<PathBuf>,
     /// The planner's one-line note about its plan (may be empty).
     pub planner_summary: String,
     /// With several planners (`--planner a,b`), each planner's result in the order listed;
@@ -108,6 +112,9 @@ fn text_ms(duration: Duration) -> String {
 struct SummaryDocument<'a> {
     prefix: &'a str,
     planner: &'a str,
+    planner_file: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    shadowed_files: Vec<String>,
     planner_summary: &'a str,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     candidates: Vec<CandidateSummary<'a>>,
@@ -237,6 +244,12 @@ pub fn write_json(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
     let document = SummaryDocument {
         prefix: &plan.prefix,
         planner: &report.planner,
+        planner_file: report.planner_file.display().to_string(),
+        shadowed_files: report
+            .shadowed_files
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect(),
         planner_summary: &report.planner_summary,
         candidates: report
             .candidates
@@ -285,6 +298,21 @@ pub fn write_text(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
         "module `{}`, planned by {}{planner_note}",
         plan.prefix, report.planner
     )?;
+    if !report.shadowed_files.is_empty() {
+        writeln!(
+            out,
+            "{CONTINUATION}planner `{}` from {}, which shadows the one in {} (later in the \
+             plugin search path)",
+            report.planner,
+            report.planner_file.display(),
+            report
+                .shadowed_files
+                .iter()
+                .map(|path| path.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )?;
+    }
     for candidate in &report.candidates {
         for line in candidate_text(candidate).lines() {
             writeln!(out, "{CANDIDATE_INDENT}{line}")?;
@@ -365,6 +393,8 @@ mod tests {
             num_steps: 0,
             regions: Vec::new(),
             tensors: Vec::new(),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
             plan_hash: "e3b0c44298fc1c14".to_string(),
             tensor_layout_hash: "e3b0c44298fc1c14".to_string(),
             plan_document: String::new(),

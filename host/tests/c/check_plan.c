@@ -180,6 +180,12 @@ int main(int argc, char **argv) {
     }
     CHECK(demo_data_of(demo_num_tensors) == NULL, "an unknown tensor has no bytes");
 
+    /* The inputs and outputs by position: the demo model has one of each. */
+    CHECK(DEMO_NUM_INPUTS == 1u && DEMO_NUM_OUTPUTS == 1u, "one input and one output");
+    CHECK(demo_descriptors[DEMO_INPUT_0].kind == DEMO_KIND_INPUT, "DEMO_INPUT_0 is an input");
+    CHECK(demo_descriptors[DEMO_OUTPUT_0].kind == DEMO_KIND_OUTPUT, "DEMO_OUTPUT_0 is an output");
+    CHECK(demo_data_of(DEMO_INPUT_0) != NULL, "the input has bytes");
+
     for (index = 0; index < expected_constant_count; ++index) {
         const expected_constant_t *constant = &expected_constants[index];
         const uint8_t *bytes = demo_data_of(constant->tensor);
