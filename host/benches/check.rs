@@ -9,7 +9,8 @@
 //!
 //! With `MEMPLAN_BENCH_PLUGIN_DIR=DIR`, every planner of every plugin library in DIR also plans
 //! the same request, and its planning time is printed beside the checking time of its plan:
-//! the checker must stay cheaper than planning (DESIGN.md contract 7).
+//! the checker must stay cheaper than planning (checking a plan may never cost more than
+//! making one).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -1,4 +1,5 @@
-//! The binary builds, starts and answers --help and bad usage as DESIGN.md says.
+//! The binary builds, starts and answers --help and bad usage as the README says (exit 2 and
+//! a message for bad usage).
 
 use memplan_tests::{describe, run_memplan};
 
