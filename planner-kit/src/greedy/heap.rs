@@ -53,9 +53,29 @@ impl<W: Word> Heap<W> {
         }
     }
 
+    /// Reads the lists placements in `points` read (the point lists, and the lowest levels
+    /// of the tree) from first to last, so that the placements about to read them at random
+    /// find them in cache (see [`WARM_FROM`]); each only if it has at most `budget` entries,
+    /// so that warming never costs more than the placements it serves.
+    #[inline]
+    pub(super) fn warm(&self, points: RangeInclusive<u32>, budget: usize) {
+        let (first, last) = (*points.start() as usize, *points.end() as usize);
+        self.points.warm(first..=last, budget);
+        let leaves = self.long.leaves;
+        let (first, last) = (
+            leaves + first / TREE_BLOCK as usize,
+            leaves + last / TREE_BLOCK as usize,
+        );
+        for level in 0..WARM_TREE_LEVELS {
+            self.long.nodes.warm(first >> level..=last >> level, budget);
+        }
+    }
+}
+
+impl<W: Word> TimeIndex<W> for Heap<W> {
     /// Places `item` at `offset`; `None` when its end does not fit in `W`.
     #[inline]
-    pub(super) fn place(&mut self, item: &Item<W>, offset: u64) -> Option<()> {
+    fn place(&mut self, item: &Item<W>, offset: u64) -> Option<()> {
         let end = offset + item.size();
         if !W::fits(end) {
             return None;
@@ -82,28 +102,10 @@ impl<W: Word> Heap<W> {
         Some(())
     }
 
-    /// Reads the lists placements in `points` read (the point lists, and the lowest levels
-    /// of the tree) from first to last, so that the placements about to read them at random
-    /// find them in cache (see [`WARM_FROM`]); each only if it has at most `budget` entries,
-    /// so that warming never costs more than the placements it serves.
-    #[inline]
-    pub(super) fn warm(&self, points: RangeInclusive<u32>, budget: usize) {
-        let (first, last) = (*points.start() as usize, *points.end() as usize);
-        self.points.warm(first..=last, budget);
-        let leaves = self.long.leaves;
-        let (first, last) = (
-            leaves + first / TREE_BLOCK as usize,
-            leaves + last / TREE_BLOCK as usize,
-        );
-        for level in 0..WARM_TREE_LEVELS {
-            self.long.nodes.warm(first >> level..=last >> level, budget);
-        }
-    }
-
     /// Replaces `occupied` with the byte ranges of the placed buffers whose lifetimes overlap
     /// `item`'s (the two sources of the module documentation).
     #[inline]
-    pub(super) fn collect_overlapping(&self, item: &Item<W>, occupied: &mut Vec<Bytes<W>>) {
+    fn collect_overlapping(&self, item: &Item<W>, occupied: &mut Vec<Bytes<W>>) {
         occupied.clear();
         let (lo, hi) = (item.lo, item.hi);
         let lists = self.points.runs(lo as usize..=hi as usize);
@@ -127,5 +129,13 @@ impl<W: Word> Heap<W> {
                     .map(|slot| slot.bytes),
             );
         });
+    }
+
+    fn into_packing(self) -> Packing {
+        Packing {
+            offsets: self.offsets,
+            height: self.height,
+            note: String::new(),
+        }
     }
 }

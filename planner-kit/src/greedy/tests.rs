@@ -233,6 +233,7 @@ fn the_time_indexes_find_exactly_the_overlapping_buffers() {
         Order::Size,
         rules(Fit::Best),
         WINDOW_POINTS,
+        IndexChoice::PointLists,
         never
     )
     .unwrap()
@@ -242,6 +243,7 @@ fn the_time_indexes_find_exactly_the_overlapping_buffers() {
         Order::Size,
         rules(Fit::Best),
         WINDOW_POINTS,
+        IndexChoice::Dense,
         &|| false
     )
     .unwrap()
@@ -255,14 +257,22 @@ fn the_time_indexes_find_exactly_the_overlapping_buffers() {
                 assert_eq!(packing.offsets, expected, "{order:?} {fit:?}");
                 // Windows of a few points: most buffers cross a window boundary.
                 for window_points in [1, 3, 16] {
-                    let windowed =
-                        pack_in::<u64>(&buffers, order, rules(fit), window_points, &|| false)
-                            .unwrap()
-                            .expect("64 bits");
-                    assert_eq!(
-                        windowed.offsets, expected,
-                        "{order:?} {fit:?} {window_points}"
-                    );
+                    for index in [IndexChoice::PointLists, IndexChoice::Dense] {
+                        let windowed = pack_in::<u64>(
+                            &buffers,
+                            order,
+                            rules(fit),
+                            window_points,
+                            index,
+                            &|| false,
+                        )
+                        .unwrap()
+                        .expect("64 bits");
+                        assert_eq!(
+                            windowed.offsets, expected,
+                            "{order:?} {fit:?} {window_points} {index:?}"
+                        );
+                    }
                 }
             }
         }
@@ -275,15 +285,18 @@ fn offsets_narrow_to_32_bits_only_while_every_end_fits() {
     // The larger buffer goes first, the other on top, ending at 2^32 - 1 or one byte above.
     for (size, fits) in [(top - 10, true), (top - 9, false)] {
         let buffers = vec![buffer(10, 0, 1), buffer(size, 0, 1)];
-        let narrow = pack_in::<u32>(
-            &buffers,
-            Order::Duration,
-            rules(Fit::Best),
-            WINDOW_POINTS,
-            &|| false,
-        )
-        .unwrap();
-        assert_eq!(narrow.is_some(), fits, "size {size}");
+        for index in [IndexChoice::PointLists, IndexChoice::Dense] {
+            let narrow = pack_in::<u32>(
+                &buffers,
+                Order::Duration,
+                rules(Fit::Best),
+                WINDOW_POINTS,
+                index,
+                &|| false,
+            )
+            .unwrap();
+            assert_eq!(narrow.is_some(), fits, "size {size} {index:?}");
+        }
         let packing = pack_greedy(&buffers, Order::Duration, Fit::Best);
         assert_eq!(packing.offsets, vec![size, 0]);
         assert_eq!(packing.height, size + 10);
@@ -407,21 +420,85 @@ fn a_packing_asked_to_stop_gives_up_between_placements() {
         polls.set(polls.get() + 1);
         true
     };
-    assert_eq!(
-        pack_greedy_until(&buffers, Order::Size, Fit::Best, &stop),
-        Err(Stopped)
-    );
-    assert_eq!(polls.get(), 1);
-    // The work of 4096 all-live placements (about 8 million comparisons) passes the polling
-    // interval several times.
+    // The dense index reads a run or two per placement: more buffers to reach a poll.
+    let many: Vec<Buffer> = (0..100_000u64)
+        .map(|index| buffer(16 + index % 7, 0, 1))
+        .collect();
+    for (index, buffers) in [
+        (IndexChoice::PointLists, &buffers),
+        (IndexChoice::Dense, &many),
+    ] {
+        polls.set(0);
+        let packing = pack_in::<u32>(buffers, Order::Size, rules(Fit::Best), 8, index, &stop);
+        assert!(matches!(packing, Err(Stopped)), "{index:?}");
+        assert_eq!(polls.get(), 1, "{index:?}");
+    }
+    // The work of 4096 all-live placements in the point lists (about 8 million comparisons)
+    // passes the polling interval several times.
     let polls = std::cell::Cell::new(0);
     let never = || {
         polls.set(polls.get() + 1);
         false
     };
-    let packing = pack_greedy_until(&buffers, Order::Size, Fit::Best, &never).unwrap();
+    let index = IndexChoice::PointLists;
+    let packing = pack_in::<u32>(&buffers, Order::Size, rules(Fit::Best), 8, index, &never);
+    let packing = packing.unwrap().expect("32 bits");
     assert_valid_packing(&buffers, &packing);
     assert!(polls.get() >= 64, "asked {} times", polls.get());
+}
+
+#[test]
+fn crowded_point_lists_hand_over_to_the_dense_index() {
+    // Thousands of buffers live at once, stacked into one run of bytes: the point lists
+    // read every one of them per placement, the dense index one run. The packing starts
+    // over with the dense index, with the very offsets the point lists give.
+    let mut buffers: Vec<Buffer> = (0..3000u64)
+        .map(|index| buffer(16 + index % 7 * 8, 0, 1))
+        .collect();
+    buffers.extend((0..200u32).map(|i| buffer(8, 2 + i, 3 + i)));
+    let watched = |buffers: &[Buffer]| {
+        let packing = pack_in::<u32>(
+            buffers,
+            Order::Size,
+            rules(Fit::Best),
+            WINDOW_POINTS,
+            IndexChoice::Measured,
+            &|| false,
+        );
+        (packing.unwrap().expect("32 bits"), LAST_INDEX.get())
+    };
+    let lists = pack_greedy_with(&buffers, IndexChoice::PointLists);
+    let (packing, index) = watched(&buffers);
+    assert_eq!(index, IndexChoice::Dense);
+    assert_eq!(packing.offsets, lists.offsets);
+    // Bytes in fragments: 2000 fixed 8-byte buffers 32 bytes apart leave gaps too small for
+    // the 32-byte buffers placed on top, so every placement meets 2000 runs; the lists stay.
+    let mut fragmented: Vec<Buffer> = (0..2000u64)
+        .map(|k| Buffer {
+            fixed_offset: FixedOffset::at(32 * k),
+            ..buffer(8, 0, 1)
+        })
+        .collect();
+    fragmented.extend((0..3000).map(|_| buffer(32, 0, 1)));
+    let (packing, index) = watched(&fragmented);
+    assert_eq!(index, IndexChoice::PointLists);
+    assert_eq!(
+        packing.offsets,
+        pack_greedy_with(&fragmented, IndexChoice::Dense).offsets
+    );
+}
+
+fn pack_greedy_with(buffers: &[Buffer], index: IndexChoice) -> Packing {
+    pack_in::<u64>(
+        buffers,
+        Order::Size,
+        rules(Fit::Best),
+        WINDOW_POINTS,
+        index,
+        &|| false,
+    )
+    .unwrap()
+    .expect("64 bits")
 }
 
 /// The rules of a packing without barriers.
