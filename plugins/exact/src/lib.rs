@@ -482,8 +482,8 @@ mod tests {
 
     #[test]
     fn the_time_limit_holds_where_every_buffer_lives_at_once() {
-        // 30,000 buffers all live together: each greedy packing compares every placement
-        // with all placed buffers (seconds each), and the time limit still holds.
+        // 30,000 buffers all live together: the search's starting packings and its bound
+        // work on every buffer at once, and the time limit still holds.
         let buffers: Vec<Buffer> = (0..30_000u32)
             .map(|i| Buffer {
                 size: 16 * u64::from(1 + i % 64),
