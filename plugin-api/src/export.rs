@@ -162,10 +162,24 @@ extern "C" fn plan_entry_point<P: Planner>(
 #[macro_export]
 macro_rules! export_planners {
     ($($planner:ty),+ $(,)?) => {
+        /// The planner manifest (see `memplan_plugin_api::manifest`): the host reads it from
+        /// the file before loading it. Referenced from the root module so that no linker
+        /// drops it.
+        #[doc(hidden)]
+        #[used]
+        #[cfg_attr(
+            all(unix, not(target_vendor = "apple")),
+            unsafe(link_section = ".memplan_planners")
+        )]
+        pub static MEMPLAN_PLANNER_MANIFEST: [u8; $crate::manifest::__manifest_len(
+            &[$(<$planner as $crate::Planner>::NAME),+],
+        )] = $crate::manifest::__manifest(&[$(<$planner as $crate::Planner>::NAME),+]);
+
         #[doc(hidden)]
         #[unsafe(export_name = "_1as_0lib_1header_0root_bmodule_bloader")]
         pub static MEMPLAN_PLUGIN_ROOT_MODULE_LOADER: $crate::abi_stable::library::LibHeader = {
             fn memplan_root_module() -> $crate::PluginModuleRef {
+                ::std::hint::black_box(&MEMPLAN_PLANNER_MANIFEST);
                 static ENTRIES: &[$crate::PlannerEntry] =
                     &[$($crate::PlannerEntry::of::<$planner>()),+];
                 $crate::__plugin_module(ENTRIES)

@@ -33,6 +33,7 @@ pub mod bounds;
 pub mod context;
 #[doc(hidden)]
 pub mod export;
+pub mod manifest;
 
 pub use abi::*;
 pub use context::{HostContext, LogLevel};

@@ -343,3 +343,105 @@ fn bench_fails_only_the_row_of_a_stopped_planner() {
     assert!(text.contains("tried to start a process"), "{text}");
     assert!(text.contains("greedy-bestfit"), "{text}");
 }
+
+/// Where the hostile fixture's constructor writes when it runs, fresh for `label`.
+fn load_marker(label: &str) -> PathBuf {
+    temp_dir(label).join("loaded")
+}
+
+#[test]
+fn a_run_loads_only_the_plugin_files_that_declare_its_planner() {
+    // Loading a file runs its constructors before any check. The fixture's manifest declares
+    // its planners, none of them greedy-bestfit: a run selecting greedy-bestfit never loads
+    // it; `memplan planners` (every planner) and a run selecting one of its planners do.
+    let dir = hostile_dir("manifest-selects");
+    let run = |args: &[&str], marker: &Path| {
+        let output = memplan()
+            .args(args)
+            .arg("--plugin-dir")
+            .arg(&dir)
+            .env("MEMPLAN_FIXTURE_LOAD_MARKER", marker)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        output
+    };
+    let model = tiny_model();
+    let model = model.to_str().unwrap();
+    let out = temp_dir("manifest-selects-out");
+    let out = out.to_str().unwrap();
+    let marker = load_marker("manifest-not-selected");
+    run(
+        &["plan", model, "--planner", "greedy-bestfit", "--out", out],
+        &marker,
+    );
+    assert!(
+        !marker.exists(),
+        "the fixture was loaded for greedy-bestfit"
+    );
+    let marker = load_marker("manifest-listing");
+    let listing = run(&["planners"], &marker);
+    assert!(marker.exists(), "`memplan planners` loads every file");
+    assert!(String::from_utf8_lossy(&listing.stdout).contains("fixture-threads"));
+    let marker = load_marker("manifest-selected");
+    run(
+        &["plan", model, "--planner", "fixture-threads", "--out", out],
+        &marker,
+    );
+    assert!(
+        marker.exists(),
+        "the fixture was not loaded for its own planner"
+    );
+    // A typo still finds its suggestion among the planners of files not loaded.
+    let output = memplan()
+        .args(["plan", model, "--planner", "fixture-thread", "--out", out])
+        .arg("--plugin-dir")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let message = failed_with(&output, 4);
+    assert!(
+        message.contains("did you mean `fixture-threads`?"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_plugin_whose_manifest_lies_is_refused() {
+    // The manifest names `fixture-forkz` where the file exports `fixture-forks`: selected by
+    // the manifest, it would be skipped or loaded for a planner it lacks. Refused, saying so.
+    let library = fixture_plugin("hostile");
+    let mut bytes = std::fs::read(&library).unwrap();
+    let magic = b"memplan-planners/1\n";
+    let start = bytes
+        .windows(magic.len())
+        .position(|window| window == magic)
+        .expect("the fixture has a manifest");
+    let name = b"fixture-forks\n";
+    let at = start
+        + bytes[start..]
+            .windows(name.len())
+            .position(|window| window == name)
+            .expect("the manifest names fixture-forks");
+    bytes[at + name.len() - 2] = b'z';
+    let dir = temp_dir("manifest-lies");
+    let file = dir.join(library_file_name("hostile"));
+    std::fs::write(&file, bytes).unwrap();
+    let output = memplan()
+        .args(["planners", "--plugin-dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        text.contains("its planner manifest (section .memplan_planners) lists")
+            && text.contains("fixture-forkz")
+            && text.contains("but it exports"),
+        "{text}"
+    );
+    assert!(!text.contains("fixture-threads  "), "{text}");
+}

@@ -22,6 +22,7 @@
 pub mod crash;
 pub mod isolate;
 pub mod load;
+pub mod manifest;
 pub mod measure;
 pub mod run;
 pub mod search;
@@ -181,6 +182,9 @@ pub struct Registry {
     /// By planner name: the files later in the search path whose planner of that name the
     /// registered one shadows.
     shadowed: BTreeMap<String, Vec<PathBuf>>,
+    /// Files not loaded because their manifest names none of the selected planners, with the
+    /// planners they declare (for suggestions and pin checks).
+    not_loaded: Vec<(PathBuf, Vec<String>)>,
 }
 
 impl Registry {
@@ -208,12 +212,13 @@ impl Registry {
     /// (exit 2); a lock file's a warning (a lock may list planners not installed here). Pins
     /// of selected planners are reported by [`Registry::find`] instead.
     fn check_pins_name_planners(&self, selected: &[&str]) -> Result<()> {
-        let names: Vec<&str> = self.planners().iter().map(|p| p.name.as_str()).collect();
+        let names = self.known_names();
         if !self.loaded_every_file {
             return Ok(());
         }
         for (name, pin) in self.trust.pins() {
-            if self.claims.contains_key(name)
+            if names.contains(&name)
+                || self.claims.contains_key(name)
                 || self.refused_by_pin.contains(name)
                 || selected.contains(&name)
             {
@@ -262,20 +267,22 @@ impl Registry {
         let _workdir = workdir::KeepWorkingDirectory::new("loading plugins");
         let installation = installation_dirs();
         for dir in &searched {
-            registry.scan_directory(dir, required.as_deref(), &installation);
+            registry.scan_directory(dir, required.as_deref(), &installation, selected);
         }
         registry.searched = searched;
         registry.loaded_every_file = required.is_none();
         registry
     }
 
-    /// Loads the candidate files of `dir`; with `required`, only those with one of its hashes.
-    /// Files in `installation` (memplan's own directories) are shipped with it.
+    /// Loads the candidate files of `dir`; with `required`, only those with one of its hashes;
+    /// with planners `selected`, only those whose manifest declares one of them (or that have
+    /// no manifest). Files in `installation` (memplan's own directories) are shipped with it.
     fn scan_directory(
         &mut self,
         dir: &Path,
         required: Option<&[String]>,
         installation: &[PathBuf],
+        selected: &[&str],
     ) {
         let files = match candidate_files(dir) {
             Ok(files) => files,
@@ -308,11 +315,29 @@ impl Registry {
                 );
                 continue;
             }
+            let declared = opened.declared_planners();
+            if let Some(declared) = &declared {
+                if !selected.is_empty() && !declared.iter().any(|name| selected.contains(&&**name))
+                {
+                    tracing::debug!(
+                        "{}: not loaded, it declares planners {} and none is selected",
+                        path.display(),
+                        declared.join(", ")
+                    );
+                    self.not_loaded.push((path, declared.clone()));
+                    continue;
+                }
+            }
             match load_plugin(opened) {
                 Ok((file, module)) => {
                     let shipped = is_installed_with_memplan(&file.path, installation);
                     let file = Arc::new(file);
                     let entries = module.planners();
+                    if let Some(reason) = manifest_mismatch(declared.as_deref(), &entries) {
+                        tracing::warn!("{}: {reason}", path.display());
+                        self.rejected.push(Rejected { path, reason });
+                        continue;
+                    }
                     if entries.is_empty() {
                         self.rejected.push(Rejected {
                             path: path.clone(),
@@ -435,6 +460,18 @@ impl Registry {
         planners
     }
 
+    /// The names of the planners found, loaded or declared by a file's manifest (and not
+    /// loaded, not being selected), sorted.
+    fn known_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.planners.iter().map(|p| p.name.as_str()).collect();
+        for (_, declared) in &self.not_loaded {
+            names.extend(declared.iter().map(String::as_str));
+        }
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
     /// The files whose planner `name` is shadowed by the one registered (later in the search
     /// path), in discovery order.
     pub fn shadowed(&self, name: &str) -> &[PathBuf] {
@@ -507,7 +544,7 @@ impl Registry {
     }
 
     fn unknown_planner_message(&self, name: &str) -> String {
-        let names: Vec<&str> = self.planners().iter().map(|p| p.name.as_str()).collect();
+        let names = self.known_names();
         let found = if names.is_empty() {
             "no planners were found".to_string()
         } else {
@@ -540,6 +577,34 @@ impl Registry {
              plugin that provides `{name}` in one of these directories, or pass --plugin-dir \
              DIR or set {PLUGIN_PATH_VAR}"
         )
+    }
+}
+
+/// Why a file whose manifest does not list the planners it exports is refused (`None` when
+/// it has no manifest or they agree): a run selecting one of its planners by the manifest
+/// would skip the file, or load it for a planner it does not have.
+fn manifest_mismatch(declared: Option<&[String]>, entries: &[PlannerEntry]) -> Option<String> {
+    let declared = declared?;
+    let mut exported: Vec<&str> = entries.iter().map(|entry| entry.name.as_str()).collect();
+    let mut listed: Vec<&str> = declared.iter().map(String::as_str).collect();
+    exported.sort_unstable();
+    listed.sort_unstable();
+    (exported != listed).then(|| {
+        format!(
+            "its planner manifest (section {}) lists {} but it exports {}; rebuild it with \
+             memplan-plugin-api's export_planners!, which writes both",
+            memplan_plugin_api::manifest::MANIFEST_SECTION,
+            name_list(&listed),
+            name_list(&exported)
+        )
+    })
+}
+
+fn name_list(names: &[&str]) -> String {
+    if names.is_empty() {
+        "no planners".to_string()
+    } else {
+        names.join(", ")
     }
 }
 

@@ -242,6 +242,12 @@ impl OpenedPlugin {
         })
     }
 
+    /// The planner names the file declares in its manifest section, read without loading it;
+    /// `None` when it has none.
+    pub fn declared_planners(&self) -> Option<Vec<String>> {
+        super::manifest::declared_planners(&self.file)
+    }
+
     /// The path to give the dynamic loader: the open file itself (`/proc/self/fd/N`), which
     /// stays open for the rest of the process so that the path stays valid and names the
     /// bytes that were hashed.
