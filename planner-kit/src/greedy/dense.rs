@@ -90,8 +90,7 @@ pub(super) struct DenseHeap<W> {
     leaves: usize,
     cover: Vec<ByteUnion<W>>,
     within: Vec<ByteUnion<W>>,
-    pub(super) offsets: Vec<u64>,
-    pub(super) height: u64,
+    placed: Placements,
 }
 
 impl<W: Word> DenseHeap<W> {
@@ -102,8 +101,7 @@ impl<W: Word> DenseHeap<W> {
             leaves,
             cover: nodes(),
             within: nodes(),
-            offsets: vec![0; buffer_count],
-            height: 0,
+            placed: Placements::new(buffer_count),
         }
     }
 }
@@ -111,17 +109,9 @@ impl<W: Word> DenseHeap<W> {
 impl<W: Word> TimeIndex<W> for DenseHeap<W> {
     #[inline]
     fn place(&mut self, item: &Item<W>, offset: u64) -> Option<()> {
-        let end = offset + item.size();
-        if !W::fits(end) {
-            return None;
-        }
-        self.offsets[item.index as usize] = offset;
-        self.height = self.height.max(end);
-        if item.size() == 0 {
-            // Occupies no byte, so overlaps nothing.
+        let Some(bytes) = self.placed.record(item, offset)? else {
             return Some(());
-        }
-        let bytes = Bytes::new(offset, end);
+        };
         let (cover, within) = (&mut self.cover, &mut self.within);
         StabbingTree::<W>::for_each_canonical_node(self.leaves, item.lo, item.hi, |node| {
             cover[node].insert(bytes);
@@ -145,11 +135,7 @@ impl<W: Word> TimeIndex<W> for DenseHeap<W> {
     }
 
     fn into_packing(self) -> Packing {
-        Packing {
-            offsets: self.offsets,
-            height: self.height,
-            note: String::new(),
-        }
+        self.placed.into_packing()
     }
 }
 

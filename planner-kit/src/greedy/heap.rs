@@ -37,8 +37,7 @@ pub(super) struct Heap<W> {
     pub(super) points: Lists<Bytes<W>>,
     /// Placed long buffers by the blocks of points they cover.
     pub(super) long: StabbingTree<W>,
-    pub(super) offsets: Vec<u64>,
-    pub(super) height: u64,
+    placed: Placements,
 }
 
 impl<W: Word> Heap<W> {
@@ -48,8 +47,7 @@ impl<W: Word> Heap<W> {
         Heap {
             long: StabbingTree::new(leaves, &room.long_blocks),
             points: Lists::with_capacities(room.per_point),
-            offsets: vec![0; buffer_count],
-            height: 0,
+            placed: Placements::new(buffer_count),
         }
     }
 
@@ -76,17 +74,9 @@ impl<W: Word> TimeIndex<W> for Heap<W> {
     /// Places `item` at `offset`; `None` when its end does not fit in `W`.
     #[inline]
     fn place(&mut self, item: &Item<W>, offset: u64) -> Option<()> {
-        let end = offset + item.size();
-        if !W::fits(end) {
-            return None;
-        }
-        self.offsets[item.index as usize] = offset;
-        self.height = self.height.max(end);
-        if item.size() == 0 {
-            // Occupies no byte, so overlaps nothing: recording it would only split gaps.
+        let Some(bytes) = self.placed.record(item, offset)? else {
             return Some(());
-        }
-        let bytes = Bytes::new(offset, end);
+        };
         for point in item.listed_at() {
             self.points.push(point as usize, bytes);
         }
@@ -132,6 +122,43 @@ impl<W: Word> TimeIndex<W> for Heap<W> {
     }
 
     fn into_packing(self) -> Packing {
+        self.placed.into_packing()
+    }
+}
+
+/// The offsets chosen so far and the height they reach: what every time index keeps.
+pub(super) struct Placements {
+    offsets: Vec<u64>,
+    height: u64,
+}
+
+impl Placements {
+    pub(super) fn new(buffer_count: usize) -> Placements {
+        Placements {
+            offsets: vec![0; buffer_count],
+            height: 0,
+        }
+    }
+
+    /// Records `item` at `offset`: the bytes to index, `Some(None)` for an empty buffer (it
+    /// takes no byte, so overlaps nothing: indexing it would only split gaps), `None` when
+    /// its end does not fit in `W`.
+    #[inline]
+    pub(super) fn record<W: Word>(
+        &mut self,
+        item: &Item<W>,
+        offset: u64,
+    ) -> Option<Option<Bytes<W>>> {
+        let end = offset + item.size();
+        if !W::fits(end) {
+            return None;
+        }
+        self.offsets[item.index as usize] = offset;
+        self.height = self.height.max(end);
+        Some((item.size() > 0).then(|| Bytes::new(offset, end)))
+    }
+
+    pub(super) fn into_packing(self) -> Packing {
         Packing {
             offsets: self.offsets,
             height: self.height,
