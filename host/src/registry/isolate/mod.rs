@@ -180,7 +180,18 @@ pub fn plan_in_worker(
                 planner_started = Some(now);
                 kill_at = time_limit.and_then(|limit| now.checked_add(limit));
             }
-            Ok(Some(WorkerOutput::Finished(reply))) => break Some(reply),
+            Ok(Some(WorkerOutput::Finished(reply))) => {
+                if let Some(planner_started) = planner_started {
+                    tracing::debug!(
+                        "worker {}: started planning {:.1} ms after the fork, its reply was \
+                         read {:.1} ms later",
+                        child.pid,
+                        (planner_started - started).as_secs_f64() * 1e3,
+                        planner_started.elapsed().as_secs_f64() * 1e3
+                    );
+                }
+                break Some(reply);
+            }
             Ok(None) => break None,
             Err(()) => {
                 child.kill_and_reap();
@@ -203,7 +214,13 @@ pub fn plan_in_worker(
             }
         }
     };
+    let replied = Instant::now();
     let ending = child.wait_for_exit(kill_at)?;
+    tracing::debug!(
+        "worker {}: ended {:.1} ms after its reply",
+        child.pid,
+        replied.elapsed().as_secs_f64() * 1e3
+    );
     let reply = match reply {
         Some(Ok(bytes)) => bytes,
         Some(Err(error)) => {
