@@ -126,4 +126,18 @@ pub struct Packing {
 /// bytes; offsets honour alignment and fixed offsets.
 pub trait Packer {
     fn pack(&self, buffers: &[Buffer], context: &HostContext) -> Result<Packing, PlanError>;
+
+    /// [`Packer::pack`] told the bytes `room` left in the arena's memory under its budget
+    /// (`None`: unbounded), for packers that can use it, e.g. to stop at the first packing
+    /// that fits. The plan passes call this one; a height above `room` is still accepted
+    /// (the passes spill or report it).
+    fn pack_within(
+        &self,
+        buffers: &[Buffer],
+        room: Option<u64>,
+        context: &HostContext,
+    ) -> Result<Packing, PlanError> {
+        let _ = room;
+        self.pack(buffers, context)
+    }
 }

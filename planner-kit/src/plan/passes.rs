@@ -332,7 +332,8 @@ impl<'a> KitState<'a> {
                 .collect()
         });
         debug_assert_eq!(buffers.len(), tensors.len());
-        let packing = packer.pack(&buffers, self.context)?;
+        let room = Some(self.room(memory)).filter(|&room| room != u64::MAX);
+        let packing = packer.pack_within(&buffers, room, self.context)?;
         if packing.offsets.len() != buffers.len() {
             return Err(PlanError::new(
                 PlanErrorKind::Failed,

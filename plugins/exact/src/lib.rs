@@ -21,6 +21,11 @@
 //!    on the host's cancellation, and returns the best packing found, with a note saying
 //!    whether its height is proven optimal and what bound remains otherwise.
 //!
+//! Under a memory budget the kit passes the room left ([`Packer::pack_within`]): the
+//! searches of step 3 first aim at the budget instead of the lower bound (the decision
+//! problem MiniMalloc solves), and stop once every component fits; option `goal` says what
+//! follows: `"smallest"` (the default) minimises from there, `"fit"` returns that packing.
+//!
 //! Node budgets, not the clock, decide when to switch searches, so a run that finishes
 //! before its deadline is deterministic.
 
@@ -73,7 +78,7 @@ impl Planner for Exact {
 
     fn plan(request: &PlanRequest, context: &HostContext) -> Result<MemoryPlan, PlanError> {
         let options = ExactOptions::parse(&request.options)?;
-        let packer = ExactPacker::new(options.time_limit);
+        let packer = ExactPacker::new(options.time_limit).with_goal(options.goal);
         plan_with_packer(request, context, &packer)
     }
 }
@@ -85,15 +90,34 @@ memplan_plugin_api::export_planners!(Exact, portfolio::Portfolio);
 pub struct ExactOptions {
     /// Search time for the whole plan (all arenas); the host's deadline still applies.
     pub time_limit: Duration,
+    pub goal: Goal,
+}
+
+/// What the search is after (option `goal`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Goal {
+    /// The lowest arena, proven optimal when time allows (`"smallest"`, the default).
+    #[default]
+    Smallest,
+    /// The first packing that fits the memory's budget (`"fit"`, MiniMalloc's question):
+    /// searches aim at the budget rather than the lower bound and stop once every buffer
+    /// fits. Without a budget, the same as `Smallest`.
+    Fit,
+}
+
+impl Goal {
+    pub const ALL: [(&'static str, Goal); 2] = [("smallest", Goal::Smallest), ("fit", Goal::Fit)];
 }
 
 impl ExactOptions {
     pub fn parse(json: &str) -> Result<ExactOptions, PlanError> {
         let mut options = PlannerOptions::parse(Exact::NAME, json)?;
         let time_limit = options.take_seconds("time_limit_s")?;
-        options.finish(&["time_limit_s"])?;
+        let goal = options.take_choice("goal", &Goal::ALL)?;
+        options.finish(&["time_limit_s", "goal"])?;
         Ok(ExactOptions {
             time_limit: time_limit.unwrap_or(DEFAULT_TIME_LIMIT),
+            goal: goal.unwrap_or_default(),
         })
     }
 }
@@ -103,6 +127,7 @@ pub struct ExactPacker {
     /// Shared by every arena of one plan: an arena proven optimal early leaves its time to
     /// the next one.
     deadline: Instant,
+    goal: Goal,
 }
 
 impl ExactPacker {
@@ -113,7 +138,12 @@ impl ExactPacker {
             deadline: now
                 .checked_add(time_limit)
                 .unwrap_or(now + DEFAULT_TIME_LIMIT * 1000),
+            goal: Goal::Smallest,
         }
+    }
+
+    pub fn with_goal(self, goal: Goal) -> ExactPacker {
+        ExactPacker { goal, ..self }
     }
 }
 
@@ -134,7 +164,17 @@ impl Outcome {
 
 impl Packer for ExactPacker {
     fn pack(&self, buffers: &[Buffer], context: &HostContext) -> Result<Packing, PlanError> {
+        self.pack_within(buffers, None, context)
+    }
+
+    fn pack_within(
+        &self,
+        buffers: &[Buffer],
+        room: Option<u64>,
+        context: &HostContext,
+    ) -> Result<Packing, PlanError> {
         let started = Instant::now();
+        let fit_within = room.filter(|_| self.goal == Goal::Fit);
         let deadline = match context.remaining() {
             Some(remaining) => self.deadline.min(started + remaining),
             None => self.deadline,
@@ -149,7 +189,23 @@ impl Packer for ExactPacker {
             .iter()
             .map(|component| greedy::greedy(component, &deadline))
             .collect();
-        let outcome = improve(&problem.components, &mut offsets, deadline);
+        // Heights count units: a packing at most `room / unit` units high fits. With a
+        // budget, the search first aims at it (a decision problem, where pruning is
+        // strongest: MiniMalloc instance J fits in 0.03 s this way, while minimising from
+        // the greedy height takes more than 10 s to get below the budget); the goal
+        // "smallest" then minimises from there.
+        let fits_in = room.map(|room| room / problem.unit);
+        let mut outcome = improve(
+            &problem.components,
+            &mut offsets,
+            fits_in.unwrap_or(0),
+            deadline,
+        );
+        if self.goal == Goal::Smallest && fits_in.is_some() {
+            let fitting = outcome.nodes;
+            outcome = improve(&problem.components, &mut offsets, 0, deadline);
+            outcome.nodes += fitting;
+        }
 
         let mut packing = Packing {
             offsets: vec![0; buffers.len()],
@@ -181,6 +237,15 @@ impl Packer for ExactPacker {
             problem.unit,
             started.elapsed(),
         );
+        if let Some(room) = fit_within.filter(|&room| packing.height <= room) {
+            if !outcome.is_proven() {
+                packing.note = format!(
+                    "height {}: fits the {room} bytes left under the budget; goal \"fit\" \
+                     stopped the search there, not minimised (lower bound {bound})",
+                    packing.height
+                );
+            }
+        }
         context.debug(&format!(
             "exact: {} buffers: {}",
             buffers.len(),
@@ -227,8 +292,8 @@ fn note(outcome: &Outcome, height: u64, bound: u64, unit: u64, elapsed: Duration
 }
 
 /// Lowers the packing of each component by search until the arena height is proven
-/// optimal or the deadline passes. `offsets` holds a valid packing per component (units)
-/// on entry and on return.
+/// optimal, or every component is at most `enough` units high (0: minimise), or the deadline
+/// passes. `offsets` holds a valid packing per component (units) on entry and on return.
 ///
 /// Every component above the arena's lower bound gets a tight search (at the bound) and a
 /// descent search in each [`Order`], on the component and on its mirror image in time.
@@ -238,6 +303,7 @@ fn note(outcome: &Outcome, height: u64, bound: u64, unit: u64, elapsed: Duration
 pub fn improve(
     components: &[Component],
     offsets: &mut [Vec<u64>],
+    enough: u64,
     deadline: Deadline<'_>,
 ) -> Outcome {
     let mut heights: Vec<u64> = components
@@ -246,7 +312,9 @@ pub fn improve(
         .map(|(component, offsets)| component.height(offsets))
         .collect();
     let mut lower_bound = components.iter().map(|c| c.lower_bound).max().unwrap_or(0);
-    let target = lower_bound;
+    // Heights at or below this end the search: the lower bound, or a budget to fit.
+    let done_at = |lower_bound: u64| lower_bound.max(enough);
+    let target = done_at(lower_bound);
     struct Work<'a> {
         component: usize,
         searches: Vec<Search<'a>>,
@@ -254,7 +322,7 @@ pub fn improve(
     // Time runs both ways in the search: the mirrored component is searched too.
     let mirrored: Vec<Component> = components.iter().map(Component::mirrored).collect();
     let mut work: Vec<Work> = (0..components.len())
-        .filter(|&index| heights[index] > lower_bound)
+        .filter(|&index| heights[index] > target)
         .map(|index| {
             // Each search keeps per-column lists of its buffers; on very large components
             // only one order runs each way, so memory stays a few times the input's.
@@ -287,11 +355,11 @@ pub fn improve(
             let index = job.component;
             let mut stopped = false;
             for search in &mut job.searches {
-                if heights[index] <= lower_bound {
+                if heights[index] <= done_at(lower_bound) {
                     break;
                 }
                 search.lower_cap(heights[index] - 1);
-                search.set_stop_at(lower_bound);
+                search.set_stop_at(done_at(lower_bound));
                 let end = search.run(budget, deadline);
                 if let Some((found, packing)) = search.best() {
                     if *found < heights[index] {
@@ -325,7 +393,7 @@ pub fn improve(
             };
             // Every restart costs at least one node of the budget and polls the deadline:
             // one that ends at its root (0 nodes) must neither loop forever nor run late.
-            while !stopped && spent < share && heights[index] > lower_bound {
+            while !stopped && spent < share && heights[index] > done_at(lower_bound) {
                 if deadline.passed() {
                     stopped = true;
                     break;
@@ -344,8 +412,8 @@ pub fn improve(
                 let mut restart = Search::new(
                     component,
                     Order::Shuffled(restarts),
-                    lower_bound,
-                    lower_bound,
+                    done_at(lower_bound),
+                    done_at(lower_bound),
                 )
                 .with_branching(branching);
                 let end = restart.run(RESTART_UNIT * luby(restarts), deadline);
@@ -371,7 +439,7 @@ pub fn improve(
             }
         }
         work.retain(|job| {
-            let done = heights[job.component] <= lower_bound;
+            let done = heights[job.component] <= done_at(lower_bound);
             if done {
                 nodes += job.searches.iter().map(Search::nodes).sum::<u64>();
             }
@@ -564,6 +632,51 @@ mod tests {
     }
 
     #[test]
+    fn goal_fit_stops_at_the_first_packing_under_the_budget() {
+        // A dense cut whose optimum (2^20, a perfect tiling) the search does not prove in
+        // seconds; the budget lies between it and the greedy height.
+        let buffers = rectangle_cut(1 << 20, 50, 200, 2);
+        let greedy = memplan_planner_kit::pack_greedy(
+            &buffers,
+            memplan_planner_kit::Order::Size,
+            memplan_planner_kit::Fit::Best,
+        )
+        .height;
+        assert!(greedy > 1 << 20);
+        let room = (1 << 20) + (greedy - (1 << 20)) / 2;
+        let within = |goal: Goal| {
+            let packing = ExactPacker::new(Duration::from_secs(30))
+                .with_goal(goal)
+                .pack_within(&buffers, Some(room), &HostContext::detached())
+                .expect("packs");
+            assert_valid(&buffers, &packing);
+            assert!(packing.height <= room, "{goal:?}: {}", packing.note);
+            packing
+        };
+        let fit = within(Goal::Fit);
+        assert!(
+            fit.note.contains("goal \"fit\" stopped the search there")
+                || fit.note.contains("proven optimal"),
+            "{}",
+            fit.note
+        );
+        // "smallest" fits the budget first, then keeps lowering.
+        let smallest = ExactPacker::new(Duration::from_millis(500))
+            .with_goal(Goal::Smallest)
+            .pack_within(&buffers, Some(room), &HostContext::detached())
+            .expect("packs");
+        assert_valid(&buffers, &smallest);
+        assert!(smallest.height <= room, "{}", smallest.note);
+        assert!(!smallest.note.contains("goal"), "{}", smallest.note);
+        // Without a budget, "fit" has nothing to aim at and minimises.
+        let unbounded = ExactPacker::new(Duration::from_millis(200))
+            .with_goal(Goal::Fit)
+            .pack(&buffers, &HostContext::detached())
+            .expect("packs");
+        assert!(!unbounded.note.contains("goal"), "{}", unbounded.note);
+    }
+
+    #[test]
     fn options_accept_a_time_limit_and_name_unknown_options() {
         assert_eq!(
             ExactOptions::parse("{\"time_limit_s\": 2.5}")
@@ -582,5 +695,14 @@ mod tests {
         );
         assert!(error.message.contains("`time_limit`"), "{}", error.message);
         assert!(ExactOptions::parse("{\"time_limit_s\": -1}").is_err());
+        assert_eq!(
+            ExactOptions::parse("{\"goal\": \"fit\"}")
+                .expect("valid")
+                .goal,
+            Goal::Fit
+        );
+        assert_eq!(ExactOptions::parse("").expect("empty").goal, Goal::Smallest);
+        let error = ExactOptions::parse("{\"goal\": \"fastest\"}").unwrap_err();
+        assert!(error.message.contains("`fit`"), "{}", error.message);
     }
 }

@@ -88,6 +88,17 @@ pub fn arena_lower_bound(buffers: &[Buffer]) -> u64 {
 
 impl Packer for PortfolioPacker {
     fn pack(&self, buffers: &[Buffer], context: &HostContext) -> Result<Packing, PlanError> {
+        self.pack_within(buffers, None, context)
+    }
+
+    /// The greedy candidates, then the exact search (told `room`, so that it aims at the
+    /// budget first when the greedy packings exceed it).
+    fn pack_within(
+        &self,
+        buffers: &[Buffer],
+        room: Option<u64>,
+        context: &HostContext,
+    ) -> Result<Packing, PlanError> {
         let bound = arena_lower_bound(buffers);
         let greedy_count = if buffers.len() > ONLY_TWO_GREEDY_ABOVE {
             2
@@ -165,7 +176,7 @@ impl Packer for PortfolioPacker {
         let (mut packing, mut winner) = best.expect("at least one greedy candidate ran");
         let mut search_note = None;
         if packing.height > bound && buffers.len() <= EXACT_MAX_BUFFERS && !context.should_stop() {
-            let searched = self.exact.pack(buffers, context)?;
+            let searched = self.exact.pack_within(buffers, room, context)?;
             if searched.height < packing.height {
                 winner = "exact search".to_string();
                 packing = searched;
