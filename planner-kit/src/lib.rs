@@ -29,7 +29,10 @@ pub mod random;
 pub mod testing;
 
 pub use bump::BumpPacker;
-pub use greedy::{pack_greedy, pack_greedy_between, pack_greedy_until, Fit, Order, Stopped};
+pub use greedy::{
+    greedy_ranks, pack_greedy, pack_greedy_between, pack_greedy_ranked, pack_greedy_until, Fit,
+    Order, Stopped,
+};
 pub use options::PlannerOptions;
 pub use plan::plan_with_packer;
 pub use random::XorShift64Star;

@@ -7,7 +7,8 @@
 //! 1. Buffers with a fixed offset are placed first, as they are.
 //! 2. The others are sorted by [`Order`]: `size` (largest first, then the longer lifetime,
 //!    then the lower index: TFLM's and XLA's default), `duration` (longest lifetime first,
-//!    then larger), or `area` (largest size x duration first, then larger).
+//!    then larger), `area` (largest size x duration first, then larger) or `start` (earliest
+//!    lifetime start first, then larger); or by given ranks ([`pack_greedy_ranked`]).
 //! 3. For each buffer in that order, collect the placed buffers whose lifetimes overlap its
 //!    own, sort their byte ranges by offset and sweep them: every stretch of bytes not covered
 //!    by any of them is a gap, and the space above the highest one is an unbounded gap. A gap
@@ -155,14 +156,18 @@ pub enum Order {
     Duration,
     /// Largest size x duration first; then the larger; then the lower index.
     Area,
+    /// Earliest lifetime start first; then the larger; then the lower index: the order of a
+    /// linear scan over time, which with first fit packs streaming models tightly.
+    Start,
 }
 
 impl Order {
     /// Every order with its option name, in the order they are documented.
-    pub const ALL: [(&'static str, Order); 3] = [
+    pub const ALL: [(&'static str, Order); 4] = [
         ("size", Order::Size),
         ("duration", Order::Duration),
         ("area", Order::Area),
+        ("start", Order::Start),
     ];
 
     /// The order called `name` (`size`, `duration`, `area`).
@@ -250,7 +255,11 @@ pub fn pack_greedy_between(
     debug_assert!(barriers.is_sorted());
     // The time index holds sizes and offsets in 32 bits while they fit (always, in a
     // microcontroller's memory): a packing that outgrows them starts over with 64.
-    let rules = Rules { fit, barriers };
+    let rules = Rules {
+        fit,
+        barriers,
+        ranks: None,
+    };
     let index = IndexChoice::Measured;
     match pack_in::<u32>(buffers, order, rules, WINDOW_POINTS, index, stop)? {
         Some(packing) => Ok(packing),
@@ -261,11 +270,58 @@ pub fn pack_greedy_between(
     }
 }
 
-/// How a placement picks its gap: the fit, and the offsets no buffer may span.
+/// Packs `buffers` greedily in the order of `ranks` (lowest first; one per buffer, all
+/// distinct; buffers with a fixed offset are placed first whatever their rank), each into
+/// the gap `fit` picks: the packing an improvement search over the order evaluates.
+pub fn pack_greedy_ranked(
+    buffers: &[Buffer],
+    ranks: &[u32],
+    fit: Fit,
+    stop: &dyn Fn() -> bool,
+) -> Result<Packing, Stopped> {
+    assert_eq!(ranks.len(), buffers.len(), "one rank per buffer");
+    let rules = Rules {
+        fit,
+        barriers: &[],
+        ranks: Some(ranks),
+    };
+    let index = IndexChoice::Measured;
+    // The order is given: `Order` is unused.
+    match pack_in::<u32>(buffers, Order::Size, rules, WINDOW_POINTS, index, stop)? {
+        Some(packing) => Ok(packing),
+        None => Ok(
+            pack_in::<u64>(buffers, Order::Size, rules, WINDOW_POINTS, index, stop)?
+                .expect("every end fits in 64 bits"),
+        ),
+    }
+}
+
+/// Each buffer's rank in the order `order` and `fit` place them (0 first; buffers with a fixed
+/// offset, placed before all others, ranked by the same key): the starting point of an
+/// improvement search over the order ([`pack_greedy_ranked`]).
+pub fn greedy_ranks(buffers: &[Buffer], order: Order, fit: Fit) -> Vec<u32> {
+    let timeline = Timeline::new(buffers);
+    let key = PlacementKey::for_order(order, fit);
+    let mut items: Vec<Item<u64>> = buffers
+        .iter()
+        .enumerate()
+        .map(|(index, buffer)| Item::new(index, buffer, timeline.span(buffer.lifetime)))
+        .collect();
+    items.sort_unstable_by_key(|item| key.of(item));
+    let mut ranks = vec![0; buffers.len()];
+    for (rank, item) in items.iter().enumerate() {
+        ranks[item.index as usize] = rank as u32;
+    }
+    ranks
+}
+
+/// How a placement picks its gap: the fit, and the offsets no buffer may span; and the
+/// placement order when it is given by rank rather than by an [`Order`].
 #[derive(Clone, Copy)]
 struct Rules<'a> {
     fit: Fit,
     barriers: &'a [u64],
+    ranks: Option<&'a [u32]>,
 }
 
 /// A packing given up because its `stop` callback said so.
@@ -311,7 +367,10 @@ fn pack_in<W: Word>(
             None => groups[windows.group_of(&item)].push(item),
         }
     }
-    let key = PlacementKey::for_order(order, rules.fit);
+    let key = match rules.ranks {
+        Some(ranks) => PlacementKey::Ranked(ranks),
+        None => PlacementKey::for_order(order, rules.fit),
+    };
     let halt = Cell::new(Halt::Running);
     if index != IndexChoice::Dense {
         let mut heap = Heap::<W>::new(room, buffers.len());
@@ -399,7 +458,7 @@ fn place_by_windows<W: Word>(
     heap: &mut Heap<W>,
     windows: &Windows,
     groups: &[Vec<Item<W>>],
-    key: PlacementKey,
+    key: PlacementKey<'_>,
     rules: Rules,
     stop: &dyn Fn() -> bool,
     watch: bool,
@@ -475,7 +534,7 @@ impl Windows {
 
 /// Sorts each of `groups` by `key` on its own: a group is small enough to stay in cache, so
 /// the sorting costs about the same per buffer at a million buffers as at a thousand.
-fn sort_groups<W: Word>(groups: &mut [Vec<Item<W>>], key: PlacementKey) {
+fn sort_groups<W: Word>(groups: &mut [Vec<Item<W>>], key: PlacementKey<'_>) {
     // One working room, for the largest group, serves every group's sort, rather than an
     // allocation per group (hundreds at a million buffers).
     let largest = groups.iter().map(Vec::len).max();

@@ -10,7 +10,7 @@ use super::*;
 /// stable sort). That tie rule, not the lifetime one, is what reproduces TFLM's arena figures
 /// on real models (vww_96_int8: 73728, where the lifetime tie rule gives 64512).
 #[derive(Clone, Copy, Debug)]
-pub(super) enum PlacementKey {
+pub(super) enum PlacementKey<'a> {
     /// Largest first, then the longest, then the lowest index.
     SizeThenDuration,
     /// Largest first, then the highest index (TFLM).
@@ -19,11 +19,16 @@ pub(super) enum PlacementKey {
     DurationThenSize,
     /// Largest size x duration first, then the largest, then the lowest index.
     AreaThenSize,
+    /// Earliest start first, then the largest, then the lowest index.
+    StartThenSize,
+    /// Lowest rank first: `ranks[index]`, all distinct (see [`pack_greedy_ranked`]).
+    Ranked(&'a [u32]),
 }
 
-impl PlacementKey {
-    pub(super) fn for_order(order: Order, fit: Fit) -> PlacementKey {
+impl PlacementKey<'_> {
+    pub(super) fn for_order(order: Order, fit: Fit) -> PlacementKey<'static> {
         match (order, fit) {
+            (Order::Start, _) => PlacementKey::StartThenSize,
             (Order::Size, Fit::First) => PlacementKey::SizeThenReverseIndex,
             (Order::Size, Fit::Best) => PlacementKey::SizeThenDuration,
             (Order::Duration, _) => PlacementKey::DurationThenSize,
@@ -41,6 +46,8 @@ impl PlacementKey {
         match self {
             PlacementKey::SizeThenDuration => (wide(!size, pair(!duration, index)), 0),
             PlacementKey::SizeThenReverseIndex => (wide(!size, u64::from(!index)), 0),
+            PlacementKey::StartThenSize => (wide(u64::from(item.lo), !size), u64::from(index)),
+            PlacementKey::Ranked(ranks) => (u128::from(ranks[index as usize]), 0),
             PlacementKey::DurationThenSize => {
                 // 32 + 64 + 32 bits: (!duration, !size, index).
                 let high = (u64::from(!duration) << 32) | (!size >> 32);

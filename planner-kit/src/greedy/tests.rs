@@ -94,11 +94,12 @@ fn buffers_disjoint_in_time_share_bytes() {
 
 /// Indices of the buffers without a fixed offset in placement order.
 fn order_of(buffers: &[Buffer], order: Order, fit: Fit) -> Vec<u32> {
+    let timeline = Timeline::new(buffers);
     let mut queue: Vec<Item<u64>> = buffers
         .iter()
         .enumerate()
         .filter(|(_, b)| b.fixed_offset.is_none())
-        .map(|(index, b)| Item::<u64>::new(index, b, (0, 0)))
+        .map(|(index, b)| Item::<u64>::new(index, b, timeline.span(b.lifetime)))
         .collect();
     let key = PlacementKey::for_order(order, fit);
     let mut room = RadixRoom::new(queue.len());
@@ -126,6 +127,9 @@ fn reference_order(buffers: &[Buffer], order: Order, fit: Fit) -> Vec<u32> {
             let area = u128::from(size(i)) * u128::from(duration(i));
             (Reverse(area), Reverse(size(i)), i)
         }),
+        (Order::Start, _) => {
+            indices.sort_by_key(|&i| (buffers[i as usize].lifetime.first, Reverse(size(i)), i))
+        }
     }
     indices
 }
@@ -179,8 +183,14 @@ fn radix_sorted_orders_match_comparison_sorts() {
 
 /// The same greedy packing with the overlapping buffers found by brute force.
 fn pack_by_brute_force(buffers: &[Buffer], order: Order, fit: Fit) -> Vec<u64> {
+    pack_in_order_by_brute_force(buffers, &reference_order(buffers, order, fit), fit)
+}
+
+/// Greedy packing of the buffers without a fixed offset in the order of `indices`, the
+/// overlapping buffers found by brute force.
+fn pack_in_order_by_brute_force(buffers: &[Buffer], indices: &[u32], fit: Fit) -> Vec<u64> {
     let mut placed: Vec<Option<u64>> = buffers.iter().map(|b| b.fixed_offset.get()).collect();
-    for index in reference_order(buffers, order, fit) {
+    for &index in indices {
         let own = &buffers[index as usize];
         let mut occupied: Vec<(u64, u64)> = (0..buffers.len())
             .filter_map(|j| placed[j].map(|offset| (j, offset)))
@@ -503,7 +513,11 @@ fn pack_greedy_with(buffers: &[Buffer], index: IndexChoice) -> Packing {
 
 /// The rules of a packing without barriers.
 fn rules(fit: Fit) -> Rules<'static> {
-    Rules { fit, barriers: &[] }
+    Rules {
+        fit,
+        barriers: &[],
+        ranks: None,
+    }
 }
 
 #[test]
@@ -529,4 +543,45 @@ fn no_buffer_spans_a_barrier() {
     let packing = pack_greedy_between(&big, Order::Size, Fit::First, &[16, 32], &|| false)
         .expect("never stopped");
     assert_eq!(packing.offsets, vec![32]);
+}
+
+#[test]
+fn ranked_packing_places_in_rank_order() {
+    let buffers: Vec<Buffer> = (0..400u32)
+        .map(|i| {
+            let first = (i * 37) % 90;
+            buffer(u64::from(i * 7919 % 113 + 1), first, first + i % 9)
+        })
+        .collect();
+    // An order's ranks give that order's packing.
+    for (_, order) in Order::ALL {
+        for (_, fit) in Fit::ALL {
+            let ranks = greedy_ranks(&buffers, order, fit);
+            let expected: Vec<u32> = reference_order(&buffers, order, fit);
+            let mut by_rank: Vec<u32> = (0..buffers.len() as u32).collect();
+            by_rank.sort_by_key(|&index| ranks[index as usize]);
+            assert_eq!(by_rank, expected, "{order:?} {fit:?}");
+            let ranked = pack_greedy_ranked(&buffers, &ranks, fit, &|| false).unwrap();
+            assert_eq!(ranked.offsets, pack_greedy(&buffers, order, fit).offsets);
+        }
+    }
+    let mut ranks = vec![0u32; buffers.len()];
+    // Any permutation: as brute force places it.
+    let mut random = crate::XorShift64Star::new(7);
+    let mut shuffled: Vec<u32> = (0..buffers.len() as u32).collect();
+    for i in (1..shuffled.len()).rev() {
+        shuffled.swap(i, random.below(i as u64 + 1) as usize);
+    }
+    for (rank, &index) in shuffled.iter().enumerate() {
+        ranks[index as usize] = rank as u32;
+    }
+    for (_, fit) in Fit::ALL {
+        let packing = pack_greedy_ranked(&buffers, &ranks, fit, &|| false).unwrap();
+        assert_valid_packing(&buffers, &packing);
+        assert_eq!(
+            packing.offsets,
+            pack_in_order_by_brute_force(&buffers, &shuffled, fit),
+            "{fit:?}"
+        );
+    }
 }

@@ -30,7 +30,7 @@ pub fn greedy(component: &Component, deadline: &Deadline) -> Vec<u64> {
         .collect();
     let mut best: Option<(u64, Vec<u64>)> = None;
     let stop = || deadline.passed();
-    for order in [Order::Size, Order::Duration, Order::Area] {
+    for (_, order) in Order::ALL {
         for fit in [Fit::Best, Fit::First] {
             let Ok(packing) = pack_greedy_until(&buffers, order, fit, &stop) else {
                 break;

@@ -145,6 +145,11 @@ impl ExactPacker {
     pub fn with_goal(self, goal: Goal) -> ExactPacker {
         ExactPacker { goal, ..self }
     }
+
+    /// When its searches stop (the host's deadline may come sooner).
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
 }
 
 /// What the search achieved for one arena, in units.

@@ -9,7 +9,7 @@
 //! memories and spill, aliases, empty tensors) are the kit's ([`plan_with_packer`]).
 //!
 //! Options (`--planner-options`, JSON):
-//! - `order`: `size` (default) | `duration` | `area` — the order buffers are taken in;
+//! - `order`: `size` (default) | `duration` | `area` | `start` — the order buffers are taken in;
 //! - `fit`: `best` (default) | `first` — smallest fitting gap, or lowest fitting gap.
 //!   `{"fit":"first"}` is TFLite Micro's greedy memory planner.
 
@@ -108,7 +108,7 @@ mod tests {
         for (json, named) in [
             (r#"{"fits":"best"}"#, "`fits`"),
             (r#"{"fit":"worst"}"#, "`best`, `first`"),
-            (r#"{"order":1}"#, "`size`, `duration`, `area`"),
+            (r#"{"order":1}"#, "`size`, `duration`, `area`, `start`"),
         ] {
             let error = GreedyPacker::from_options(json).unwrap_err();
             assert_eq!(error.kind, PlanErrorKind::InvalidRequest);
