@@ -516,7 +516,7 @@ mod tests {
     #[test]
     fn a_search_that_finishes_is_deterministic() {
         // Dense cuts need thousands of nodes (and restarts) before the optimum.
-        let buffers = rectangle_cut(1 << 20, 100, 120, 1);
+        let buffers = rectangle_cut(1 << 20, 100, 120, 5);
         let first = pack(&buffers, 30.0);
         assert!(first.note.contains("proven optimal"), "{}", first.note);
         assert!(!first.note.contains("(0 nodes"), "{}", first.note);
