@@ -1,40 +1,29 @@
 //! Standard base64 (RFC 4648, `+/` alphabet, `=` padding optional) for constant bytes inline in
-//! model JSON. A dozen lines of decoder are cheaper than a dependency.
+//! model JSON, by the `base64` crate's decoder, with its errors said for users.
+
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+use base64::{alphabet, DecodeError, Engine};
+
+/// Padding optional, as exporters differ; bits left over in the last character are ignored,
+/// as most decoders do.
+const ENGINE: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::STANDARD,
+    GeneralPurposeConfig::new()
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+        .with_decode_allow_trailing_bits(true),
+);
 
 /// Decodes `text`. On failure, returns the byte position of the first bad character and why.
 pub fn decode(text: &str) -> Result<Vec<u8>, (usize, &'static str)> {
-    let bytes = text.as_bytes();
-    let unpadded = bytes
-        .iter()
-        .rposition(|&b| b != b'=')
-        .map_or(0, |last| last + 1);
-    if bytes.len() - unpadded > 2 {
-        return Err((unpadded, "too much `=` padding"));
-    }
-    if unpadded % 4 == 1 {
-        return Err((unpadded, "the length is not a whole number of bytes"));
-    }
-    let mut out = Vec::with_capacity(unpadded / 4 * 3 + 2);
-    let mut accumulator: u32 = 0;
-    let mut bits = 0;
-    for (position, &byte) in bytes[..unpadded].iter().enumerate() {
-        let value = match byte {
-            b'A'..=b'Z' => byte - b'A',
-            b'a'..=b'z' => byte - b'a' + 26,
-            b'0'..=b'9' => byte - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return Err((position, "not a base64 character")),
-        };
-        accumulator = (accumulator << 6) | u32::from(value);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((accumulator >> bits) as u8);
-            accumulator &= (1 << bits) - 1;
+    ENGINE.decode(text).map_err(|error| match error {
+        DecodeError::InvalidByte(position, b'=') => (position, "misplaced `=` padding"),
+        DecodeError::InvalidByte(position, _) => (position, "not a base64 character"),
+        DecodeError::InvalidLength(position) => {
+            (position, "the length is not a whole number of bytes")
         }
-    }
-    Ok(out)
+        DecodeError::InvalidLastSymbol(position, _) => (position, "a bad last character"),
+        DecodeError::InvalidPadding => (text.len(), "bad `=` padding"),
+    })
 }
 
 #[cfg(test)]
@@ -60,8 +49,12 @@ mod tests {
 
     #[test]
     fn rejects_bad_characters_and_lengths() {
-        assert_eq!(decode("Zm9v!A==").unwrap_err().0, 4);
-        assert!(decode("Zm9vY").is_err());
+        assert_eq!(decode("Zm9v!A==").unwrap_err(), (4, "not a base64 character"));
+        assert_eq!(
+            decode("Zm9vY").unwrap_err().1,
+            "the length is not a whole number of bytes"
+        );
         assert!(decode("Zg===").is_err());
+        assert_eq!(decode("Zm=vYg==").unwrap_err(), (2, "misplaced `=` padding"));
     }
 }
