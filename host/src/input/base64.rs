@@ -49,12 +49,18 @@ mod tests {
 
     #[test]
     fn rejects_bad_characters_and_lengths() {
-        assert_eq!(decode("Zm9v!A==").unwrap_err(), (4, "not a base64 character"));
+        assert_eq!(
+            decode("Zm9v!A==").unwrap_err(),
+            (4, "not a base64 character")
+        );
         assert_eq!(
             decode("Zm9vY").unwrap_err().1,
             "the length is not a whole number of bytes"
         );
         assert!(decode("Zg===").is_err());
-        assert_eq!(decode("Zm=vYg==").unwrap_err(), (2, "misplaced `=` padding"));
+        assert_eq!(
+            decode("Zm=vYg==").unwrap_err(),
+            (2, "misplaced `=` padding")
+        );
     }
 }
