@@ -148,14 +148,21 @@ impl Packer for PortfolioPacker {
             let give_up = AtomicBool::new(false);
             let candidates: Vec<(Result<Packing, Stopped>, &Candidate)> =
                 std::thread::scope(|scope| {
+                    // The other thread wakes this one when it is done, so that waiting for
+                    // it costs no more than it takes (a sleep of a few ms was most of the
+                    // planning time of a small model).
+                    let this = std::thread::current();
                     let others: Vec<_> = pair[1..]
                         .iter()
                         .map(|candidate| {
                             let give_up = &give_up;
+                            let this = this.clone();
                             scope.spawn(move || {
                                 let stop = || give_up.load(Ordering::Relaxed);
                                 let (order, fit, _) = *candidate;
-                                (pack_greedy_until(buffers, order, fit, &stop), candidate)
+                                let packed = pack_greedy_until(buffers, order, fit, &stop);
+                                this.unpark();
+                                (packed, candidate)
                             })
                         })
                         .collect();
@@ -172,7 +179,7 @@ impl Packer for PortfolioPacker {
                     for other in others {
                         while !other.is_finished() {
                             asked();
-                            std::thread::sleep(std::time::Duration::from_millis(2));
+                            std::thread::park_timeout(std::time::Duration::from_millis(2));
                         }
                         match other.join() {
                             Ok(candidate) => candidates.push(candidate),
