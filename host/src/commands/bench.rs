@@ -2,7 +2,7 @@
 //! (`registry::measure`, which says what the figures are) and prints the table
 //! (`report::bench`). A progress bar is drawn on stderr when it is a terminal.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -12,6 +12,8 @@ use crate::check;
 use crate::cli::config::BenchConfig;
 use crate::cli::BenchFormat;
 use crate::error::{Error, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
 use crate::registry::measure::{measure_planner, BenchRow};
 use crate::registry::Registry;
 use crate::report::bench::{format_csv, format_text, rows_json};
@@ -20,9 +22,9 @@ pub fn run(config: &BenchConfig) -> Result<ExitCode> {
     let planners = &config.planners;
     let selected: Vec<&str> = planners.iter().map(String::as_str).collect();
     let registry = Registry::discover(&config.plugins.dirs, &config.plugins.trust, &selected)?;
-    let mut progress = Progress::new(
+    let progress = progress_bar(
         config.inputs.len() * planners.len() * config.runs as usize,
-        config.show_progress && std::io::stderr().is_terminal(),
+        config.show_progress,
     );
     let mut rows = Vec::with_capacity(config.inputs.len() * planners.len());
     for path in &config.inputs {
@@ -36,7 +38,8 @@ pub fn run(config: &BenchConfig) -> Result<ExitCode> {
                 planner,
                 config.runs,
                 || {
-                    progress.step(&label, planner);
+                    progress.set_message(format!("{label} {planner}"));
+                    progress.inc(1);
                     registry.plan(planner, &analysis.request, &config.limits, config.isolate)
                 },
                 |plan| check::check_plan(&analysis, plan).map(|checked| checked.plan),
@@ -55,7 +58,7 @@ pub fn run(config: &BenchConfig) -> Result<ExitCode> {
             });
         }
     }
-    progress.finish();
+    progress.finish_and_clear();
 
     let mut stdout = std::io::stdout().lock();
     let text = match config.format {
@@ -148,46 +151,15 @@ pub fn solution_csv(
     Ok(out)
 }
 
-/// A one-line progress bar on stderr, redrawn in place.
-struct Progress {
-    total: usize,
-    done: usize,
-    enabled: bool,
-}
-
-impl Progress {
-    const WIDTH: usize = 30;
-
-    fn new(total: usize, enabled: bool) -> Progress {
-        Progress {
-            total,
-            done: 0,
-            enabled,
-        }
+/// A one-line progress bar on stderr (drawn only when it is a terminal and `shown`): runs
+/// done of `runs`, and what runs now.
+fn progress_bar(runs: usize, shown: bool) -> ProgressBar {
+    if !shown {
+        return ProgressBar::hidden();
     }
-
-    /// Counts one planner run and redraws the bar with what is being run.
-    fn step(&mut self, input: &str, planner: &str) {
-        self.done += 1;
-        if !self.enabled {
-            return;
-        }
-        let filled = Self::WIDTH * self.done / self.total.max(1);
-        let mut stderr = std::io::stderr().lock();
-        let _ = write!(
-            stderr,
-            "\r\x1b[K[{}{}] {}/{} {input} {planner}",
-            "#".repeat(filled),
-            ".".repeat(Self::WIDTH - filled),
-            self.done,
-            self.total
-        );
-        let _ = stderr.flush();
+    let bar = ProgressBar::with_draw_target(Some(runs as u64), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template("[{bar:30}] {pos}/{len} {wide_msg}") {
+        bar.set_style(style.progress_chars("#>."));
     }
-
-    fn finish(&self) {
-        if self.enabled {
-            let _ = write!(std::io::stderr(), "\r\x1b[K");
-        }
-    }
+    bar
 }
