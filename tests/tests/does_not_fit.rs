@@ -188,3 +188,60 @@ fn a_spill_between_memories_is_planned_where_cutting_one_packing_wastes_sram() {
         );
     }
 }
+
+#[test]
+fn exact_with_goal_fit_stops_at_the_first_packing_under_the_budget() {
+    // A dense cut of a 2^20 x 50 rectangle: greedy packings end well above 2^20, the budget
+    // lies between, and the search fits it (MiniMalloc's question) rather than minimising.
+    let buffers = memplan_planner_kit::testing::rectangle_cut(1 << 20, 50, 200, 2);
+    let greedy = memplan_planner_kit::pack_greedy(
+        &buffers,
+        memplan_planner_kit::Order::Size,
+        memplan_planner_kit::Fit::Best,
+    )
+    .height;
+    let budget = (1u64 << 20) + (greedy - (1 << 20)) / 2;
+    let mut csv = String::from("id,lower,upper,size\n");
+    for (id, buffer) in buffers.iter().enumerate() {
+        let (lower, upper) = (buffer.lifetime.first, buffer.lifetime.last + 1);
+        csv.push_str(&format!("{id},{lower},{upper},{}\n", buffer.size));
+    }
+    let dir = temp_dir("goal-fit");
+    let trace = dir.join("cut.csv");
+    std::fs::write(&trace, csv).unwrap();
+    let memory = format!("SRAM={budget}");
+    // The search stops at the first packing that fits: the generous time limit is a ceiling
+    // for slow machines, not what it takes (under a second in a debug build here).
+    let output = run(&[
+        &"plan",
+        &trace,
+        &"--planner",
+        &"exact",
+        &"--planner-options",
+        &r#"{"goal":"fit","time_limit_s":60}"#,
+        &"--memory",
+        &memory,
+        &"--format",
+        &"json",
+        &"--out",
+        &dir.join("out"),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let scratch = summary["arenas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|arena| arena["role"] == "scratch")
+        .expect("a scratch arena")
+        .clone();
+    assert!(
+        scratch["size"].as_u64().unwrap() <= budget,
+        "{scratch} above {budget}"
+    );
+    let note = summary["planner_summary"].as_str().unwrap();
+    assert!(
+        note.contains("goal \"fit\" stopped the search there") || note.contains("proven optimal"),
+        "{note}"
+    );
+}

@@ -246,8 +246,11 @@ impl Packer for ExactPacker {
             if !outcome.is_proven() {
                 packing.note = format!(
                     "height {}: fits the {room} bytes left under the budget; goal \"fit\" \
-                     stopped the search there, not minimised (lower bound {bound})",
-                    packing.height
+                     stopped the search there, not minimised (lower bound {bound}; {} nodes, \
+                     {:.2} s)",
+                    packing.height,
+                    outcome.nodes,
+                    started.elapsed().as_secs_f64()
                 );
             }
         }
