@@ -253,21 +253,8 @@ pub fn pack_greedy_between(
     stop: &dyn Fn() -> bool,
 ) -> Result<Packing, Stopped> {
     debug_assert!(barriers.is_sorted());
-    // The time index holds sizes and offsets in 32 bits while they fit (always, in a
-    // microcontroller's memory): a packing that outgrows them starts over with 64.
-    let rules = Rules {
-        fit,
-        barriers,
-        ranks: None,
-    };
-    let index = IndexChoice::Measured;
-    match pack_in::<u32>(buffers, order, rules, WINDOW_POINTS, index, stop)? {
-        Some(packing) => Ok(packing),
-        None => Ok(
-            pack_in::<u64>(buffers, order, rules, WINDOW_POINTS, index, stop)?
-                .expect("every end fits in 64 bits"),
-        ),
-    }
+    let rules = Rules { fit, barriers };
+    pack_narrow_first(buffers, PlacementKey::for_order(order, fit), rules, stop)
 }
 
 /// Packs `buffers` greedily in the order of `ranks` (lowest first; one per buffer, all
@@ -280,17 +267,23 @@ pub fn pack_greedy_ranked(
     stop: &dyn Fn() -> bool,
 ) -> Result<Packing, Stopped> {
     assert_eq!(ranks.len(), buffers.len(), "one rank per buffer");
-    let rules = Rules {
-        fit,
-        barriers: &[],
-        ranks: Some(ranks),
-    };
+    let rules = Rules { fit, barriers: &[] };
+    pack_narrow_first(buffers, PlacementKey::Ranked(ranks), rules, stop)
+}
+
+/// Packs in `key` order. The time index holds sizes and offsets in 32 bits while they fit
+/// (always, in a microcontroller's memory): a packing that outgrows them starts over with 64.
+fn pack_narrow_first(
+    buffers: &[Buffer],
+    key: PlacementKey<'_>,
+    rules: Rules,
+    stop: &dyn Fn() -> bool,
+) -> Result<Packing, Stopped> {
     let index = IndexChoice::Measured;
-    // The order is given: `Order` is unused.
-    match pack_in::<u32>(buffers, Order::Size, rules, WINDOW_POINTS, index, stop)? {
+    match pack_in::<u32>(buffers, key, rules, WINDOW_POINTS, index, stop)? {
         Some(packing) => Ok(packing),
         None => Ok(
-            pack_in::<u64>(buffers, Order::Size, rules, WINDOW_POINTS, index, stop)?
+            pack_in::<u64>(buffers, key, rules, WINDOW_POINTS, index, stop)?
                 .expect("every end fits in 64 bits"),
         ),
     }
@@ -315,13 +308,11 @@ pub fn greedy_ranks(buffers: &[Buffer], order: Order, fit: Fit) -> Vec<u32> {
     ranks
 }
 
-/// How a placement picks its gap: the fit, and the offsets no buffer may span; and the
-/// placement order when it is given by rank rather than by an [`Order`].
+/// How a placement picks its gap: the fit, and the offsets no buffer may span.
 #[derive(Clone, Copy)]
 struct Rules<'a> {
     fit: Fit,
     barriers: &'a [u64],
-    ranks: Option<&'a [u32]>,
 }
 
 /// A packing given up because its `stop` callback said so.
@@ -332,12 +323,12 @@ pub struct Stopped;
 /// rare enough to cost nothing, often enough to answer within milliseconds.
 pub const STOP_POLL_WORK: u64 = 1 << 16;
 
-/// The greedy loop, with the time index storing sizes and byte offsets as `W`, over
-/// windows of `window_points` points; `None` when a size, an alignment or an end does not
-/// fit in `W`.
+/// The greedy loop placing in `key` order, with the time index storing sizes and byte
+/// offsets as `W`, over windows of `window_points` points; `None` when a size, an alignment
+/// or an end does not fit in `W`.
 fn pack_in<W: Word>(
     buffers: &[Buffer],
-    order: Order,
+    key: PlacementKey<'_>,
     rules: Rules,
     window_points: u32,
     index: IndexChoice,
@@ -367,10 +358,6 @@ fn pack_in<W: Word>(
             None => groups[windows.group_of(&item)].push(item),
         }
     }
-    let key = match rules.ranks {
-        Some(ranks) => PlacementKey::Ranked(ranks),
-        None => PlacementKey::for_order(order, rules.fit),
-    };
     let halt = Cell::new(Halt::Running);
     if index != IndexChoice::Dense {
         let mut heap = Heap::<W>::new(room, buffers.len());

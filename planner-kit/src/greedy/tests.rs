@@ -240,7 +240,7 @@ fn the_time_indexes_find_exactly_the_overlapping_buffers() {
     let never = &|| false;
     assert!(pack_in::<u32>(
         &buffers,
-        Order::Size,
+        PlacementKey::for_order(Order::Size, Fit::Best),
         rules(Fit::Best),
         WINDOW_POINTS,
         IndexChoice::PointLists,
@@ -250,7 +250,7 @@ fn the_time_indexes_find_exactly_the_overlapping_buffers() {
     .is_some());
     assert!(pack_in::<u32>(
         &scaled,
-        Order::Size,
+        PlacementKey::for_order(Order::Size, Fit::Best),
         rules(Fit::Best),
         WINDOW_POINTS,
         IndexChoice::Dense,
@@ -270,7 +270,7 @@ fn the_time_indexes_find_exactly_the_overlapping_buffers() {
                     for index in [IndexChoice::PointLists, IndexChoice::Dense] {
                         let windowed = pack_in::<u64>(
                             &buffers,
-                            order,
+                            PlacementKey::for_order(order, fit),
                             rules(fit),
                             window_points,
                             index,
@@ -298,7 +298,7 @@ fn offsets_narrow_to_32_bits_only_while_every_end_fits() {
         for index in [IndexChoice::PointLists, IndexChoice::Dense] {
             let narrow = pack_in::<u32>(
                 &buffers,
-                Order::Duration,
+                PlacementKey::for_order(Order::Duration, Fit::Best),
                 rules(Fit::Best),
                 WINDOW_POINTS,
                 index,
@@ -439,7 +439,14 @@ fn a_packing_asked_to_stop_gives_up_between_placements() {
         (IndexChoice::Dense, &many),
     ] {
         polls.set(0);
-        let packing = pack_in::<u32>(buffers, Order::Size, rules(Fit::Best), 8, index, &stop);
+        let packing = pack_in::<u32>(
+            buffers,
+            PlacementKey::for_order(Order::Size, Fit::Best),
+            rules(Fit::Best),
+            8,
+            index,
+            &stop,
+        );
         assert!(matches!(packing, Err(Stopped)), "{index:?}");
         assert_eq!(polls.get(), 1, "{index:?}");
     }
@@ -451,7 +458,14 @@ fn a_packing_asked_to_stop_gives_up_between_placements() {
         false
     };
     let index = IndexChoice::PointLists;
-    let packing = pack_in::<u32>(&buffers, Order::Size, rules(Fit::Best), 8, index, &never);
+    let packing = pack_in::<u32>(
+        &buffers,
+        PlacementKey::for_order(Order::Size, Fit::Best),
+        rules(Fit::Best),
+        8,
+        index,
+        &never,
+    );
     let packing = packing.unwrap().expect("32 bits");
     assert_valid_packing(&buffers, &packing);
     assert!(polls.get() >= 64, "asked {} times", polls.get());
@@ -469,7 +483,7 @@ fn crowded_point_lists_hand_over_to_the_dense_index() {
     let watched = |buffers: &[Buffer]| {
         let packing = pack_in::<u32>(
             buffers,
-            Order::Size,
+            PlacementKey::for_order(Order::Size, Fit::Best),
             rules(Fit::Best),
             WINDOW_POINTS,
             IndexChoice::Measured,
@@ -501,7 +515,7 @@ fn crowded_point_lists_hand_over_to_the_dense_index() {
 fn pack_greedy_with(buffers: &[Buffer], index: IndexChoice) -> Packing {
     pack_in::<u64>(
         buffers,
-        Order::Size,
+        PlacementKey::for_order(Order::Size, Fit::Best),
         rules(Fit::Best),
         WINDOW_POINTS,
         index,
@@ -513,11 +527,7 @@ fn pack_greedy_with(buffers: &[Buffer], index: IndexChoice) -> Packing {
 
 /// The rules of a packing without barriers.
 fn rules(fit: Fit) -> Rules<'static> {
-    Rules {
-        fit,
-        barriers: &[],
-        ranks: None,
-    }
+    Rules { fit, barriers: &[] }
 }
 
 #[test]
