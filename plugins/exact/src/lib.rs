@@ -235,25 +235,22 @@ impl Packer for ExactPacker {
             .max()
             .unwrap_or(0);
         let bound = portfolio::arena_lower_bound(buffers);
-        packing.note = note(
-            &outcome,
-            packing.height,
-            bound,
-            problem.unit,
-            started.elapsed(),
-        );
-        if let Some(room) = fit_within.filter(|&room| packing.height <= room) {
-            if !outcome.is_proven() {
-                packing.note = format!(
-                    "height {}: fits the {room} bytes left under the budget; goal \"fit\" \
-                     stopped the search there, not minimised (lower bound {bound}; {} nodes, \
-                     {:.2} s)",
-                    packing.height,
-                    outcome.nodes,
-                    started.elapsed().as_secs_f64()
-                );
-            }
-        }
+        packing.note = match fit_within {
+            Some(room) if packing.height <= room && !outcome.is_proven() => format!(
+                "height {}: fits the {room} bytes left under the budget; goal \"fit\" stopped \
+                 the search there, not minimised (lower bound {bound}; {} nodes, {:.2} s)",
+                packing.height,
+                outcome.nodes,
+                started.elapsed().as_secs_f64()
+            ),
+            _ => note(
+                &outcome,
+                packing.height,
+                bound,
+                problem.unit,
+                started.elapsed(),
+            ),
+        };
         context.debug(&format!(
             "exact: {} buffers: {}",
             buffers.len(),
