@@ -353,3 +353,13 @@ pub const TFLM_HEAD: [(&str, u64); 8] = [
     ("kws_ref_model.tflite", 16000),
     ("vww_96_int8.tflite", 73728),
 ];
+
+/// The scratch arenas of a plan summary (`--format json`), in its order.
+pub fn scratch_arenas(summary: &serde_json::Value) -> Vec<&serde_json::Value> {
+    summary["arenas"]
+        .as_array()
+        .expect("a plan summary lists its arenas")
+        .iter()
+        .filter(|arena| arena["role"] == "scratch")
+        .collect()
+}

@@ -159,11 +159,8 @@ fn a_spill_between_memories_is_planned_where_cutting_one_packing_wastes_sram() {
         ]);
         assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
         let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-        let scratch: Vec<(String, u64)> = summary["arenas"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|arena| arena["role"] == "scratch")
+        let scratch: Vec<(String, u64)> = memplan_tests::scratch_arenas(&summary)
+            .into_iter()
             .map(|arena| {
                 (
                     arena["memory"].as_str().unwrap().to_string(),
@@ -228,13 +225,7 @@ fn exact_with_goal_fit_stops_at_the_first_packing_under_the_budget() {
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let scratch = summary["arenas"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|arena| arena["role"] == "scratch")
-        .expect("a scratch arena")
-        .clone();
+    let scratch = memplan_tests::scratch_arenas(&summary)[0];
     assert!(
         scratch["size"].as_u64().unwrap() <= budget,
         "{scratch} above {budget}"

@@ -468,12 +468,7 @@ fn buffers_all_live_at_once_plan_without_quadratic_cost() {
     // All live at once: the only packing is a stack, as high as the sizes' sum.
     let total: u64 = (0..160_000u64).map(|index| 16 + (index % 97) * 16).sum();
     let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let scratch = document["arenas"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|arena| arena["role"] == "scratch")
-        .expect("a scratch arena");
+    let scratch = memplan_tests::scratch_arenas(&document)[0];
     assert_eq!(scratch["size"].as_u64(), Some(total), "{scratch}");
     // Not a benchmark: a guard against the quadratic cost (minutes in a debug build).
     assert!(

@@ -53,12 +53,7 @@ fn scratch_arena(model: &Path, extra: &[&str]) -> (u64, u64) {
     let output = run_memplan(&args);
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let scratch: Vec<&serde_json::Value> = summary["arenas"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|arena| arena["role"] == "scratch")
-        .collect();
+    let scratch = memplan_tests::scratch_arenas(&summary);
     assert_eq!(scratch.len(), 1, "{}", describe(&output));
     (
         scratch[0]["size"].as_u64().unwrap(),

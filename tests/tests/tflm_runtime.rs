@@ -211,12 +211,7 @@ fn a_streaming_model_keeps_its_state_and_first_fit_gives_tflms_head() {
             r#"{"fit":"first"}"#,
         ],
     );
-    let scratch: Vec<&serde_json::Value> = summary["arenas"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|arena| arena["role"] == "scratch")
-        .collect();
+    let scratch = memplan_tests::scratch_arenas(&summary);
     assert_eq!(scratch.len(), 1, "{summary}");
     assert_eq!(scratch[0]["size"], original.head, "{summary}");
     assert_eq!(run_tflm(&python, &written), original);
