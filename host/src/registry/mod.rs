@@ -212,10 +212,10 @@ impl Registry {
     /// (exit 2); a lock file's a warning (a lock may list planners not installed here). Pins
     /// of selected planners are reported by [`Registry::find`] instead.
     fn check_pins_name_planners(&self, selected: &[&str]) -> Result<()> {
-        let names = self.known_names();
         if !self.loaded_every_file {
             return Ok(());
         }
+        let names = self.known_names();
         for (name, pin) in self.trust.pins() {
             if names.contains(&name)
                 || self.claims.contains_key(name)
