@@ -43,11 +43,7 @@ pub fn read_minimalloc_csv_bytes(bytes: &[u8], path: &Path) -> Result<Model> {
 
 fn parse_minimalloc_csv(path: &Path, text: &str) -> Result<Model> {
     let file = path.display();
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .map(|(i, line)| (i + 1, line.trim_end_matches('\r')))
-        .filter(|(_, line)| !line.trim().is_empty());
+    let mut lines = numbered_lines(text, 1);
     let (header_line, header) = lines
         .next()
         .ok_or_else(|| Error::input(format!("{file}: the file is empty; expected {WHAT}")))?;
@@ -95,23 +91,182 @@ fn parse_minimalloc_csv(path: &Path, text: &str) -> Result<Model> {
         }
     }
 
-    // One tensor per line: counting the lines first spares the vector its regrowth.
-    let mut tensors: Vec<Tensor> =
-        Vec::with_capacity(text.bytes().filter(|&byte| byte == b'\n').count() + 1);
-    let mut seen = SeenIds::with_capacity(tensors.capacity());
-    let mut num_steps: u32 = 0;
     let header_names: Vec<&str> = header.split(',').map(str::trim).collect();
-    for (line_number, line) in lines {
+    let layout = RowLayout {
+        file: &file,
+        columns: &columns,
+        names: &header_names,
+    };
+    // The rows start on the line after the header.
+    let header_end = header.as_ptr() as usize - text.as_ptr() as usize + header.len();
+    let body = text[header_end..]
+        .find('\n')
+        .map_or("", |newline| &text[header_end + newline + 1..]);
+    let (tensors, num_steps) = read_rows(&layout, body, header_line + 1)?;
+    if let Some((first, again)) = first_duplicate(&tensors) {
+        // Rare, so the lines are found again rather than kept for every row.
+        let mut rows = numbered_lines(body, header_line + 1);
+        let first_line = rows.nth(first).map_or(0, |(number, _)| number);
+        let line = rows.nth(again - first - 1).map_or(0, |(number, _)| number);
+        let id = &tensors[again].id;
+        return Err(Error::input(format!(
+            "{file}:{line}: duplicate buffer id '{id}' (first on line {first_line}); ids must be unique"
+        )));
+    }
+    Ok(Model {
+        path: path.to_path_buf(),
+        tensors,
+        operators: Vec::new(),
+        inputs: Vec::new(),
+        outputs: Vec::new(),
+        num_steps: Some(num_steps),
+        rule: LifetimeRule::Sequential,
+        tflite: None,
+    })
+}
+
+/// What the header says about the rows: the column of each field, and its name as written.
+struct RowLayout<'a> {
+    file: &'a std::path::Display<'a>,
+    columns: &'a [Column],
+    names: &'a [&'a str],
+}
+
+/// Below this many bytes of rows one thread reads them all: a second costs more than it saves.
+const TWO_THREADS_FROM_BYTES: usize = 1 << 20;
+
+/// The tensors of `rows` (the lines after the header, the first numbered `first_line`) and
+/// the number of steps they span. Large files are read in two halves on two threads, each
+/// writing its tensors straight into its part of the one vector: building a million
+/// 160-byte tensors is mostly the kernel handing out fresh pages, which two cores do twice
+/// as fast, and the halves are joined without copying. The first error in line order wins.
+fn read_rows(layout: &RowLayout, rows: &str, first_line: usize) -> Result<(Vec<Tensor>, u32)> {
+    let (front, back) = match rows.len() >= TWO_THREADS_FROM_BYTES {
+        // Split after the newline nearest the middle (a newline is one byte, so a boundary).
+        true => match rows[rows.len() / 2..].find('\n') {
+            Some(newline) => rows.split_at(rows.len() / 2 + newline + 1),
+            None => (rows, ""),
+        },
+        false => (rows, ""),
+    };
+    // At most one tensor per line; the front half ends with a newline.
+    let front_slots = line_count(front);
+    let back_slots = if back.is_empty() { 0 } else { line_count(back) };
+    let back_first_line = first_line + front_slots;
+    let mut tensors: Vec<Tensor> = Vec::with_capacity(front_slots + back_slots);
+    let (front_out, back_out) =
+        tensors.spare_capacity_mut()[..front_slots + back_slots].split_at_mut(front_slots);
+    let (front_read, back_read) = if back.is_empty() {
+        (
+            read_part(layout, front, first_line, front_out),
+            Ok(ReadPart::none(back_out)),
+        )
+    } else {
+        // Whoever reads the back half takes its slots: the worker, or this thread when no
+        // thread can be started (the worker then never ran).
+        let back_out = std::sync::Mutex::new(Some(back_out));
+        let take_back_out = || {
+            back_out
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take()
+                .unwrap_or_default()
+        };
+        std::thread::scope(|scope| {
+            let worker = std::thread::Builder::new()
+                .name("csv-rows".into())
+                .spawn_scoped(scope, || {
+                    read_part(layout, back, back_first_line, take_back_out())
+                });
+            let front_read = read_part(layout, front, first_line, front_out);
+            let back_read = match worker {
+                Ok(worker) => worker
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                Err(_) => read_part(layout, back, back_first_line, take_back_out()),
+            };
+            (front_read, back_read)
+        })
+    };
+    // An error drops the tensors either half wrote (`ReadPart`'s drop).
+    let front_read = front_read?;
+    let back_read = back_read?;
+    let num_steps = front_read.num_steps.max(back_read.num_steps);
+    let (front_len, back_len) = (front_read.len, back_read.len);
+    // From here the vector owns what the halves wrote.
+    std::mem::forget(front_read);
+    std::mem::forget(back_read);
+    let base = tensors.as_mut_ptr();
+    // SAFETY: slots [0, front_len) and [front_slots, front_slots + back_len) hold tensors the
+    // halves wrote, within the vector's capacity. Blank lines in the front half leave a gap
+    // (front_len < front_slots): the back half's tensors move down to close it (`copy`
+    // handles overlap), after which the first front_len + back_len slots are initialised and
+    // nothing else is, and the vector takes ownership of exactly those.
+    unsafe {
+        if front_len < front_slots {
+            std::ptr::copy(base.add(front_slots), base.add(front_len), back_len);
+        }
+        tensors.set_len(front_len + back_len);
+    }
+    Ok((tensors, num_steps))
+}
+
+/// Lines in `text`, the last one counted whether or not it ends with a newline.
+fn line_count(text: &str) -> usize {
+    text.bytes().filter(|&byte| byte == b'\n').count() + usize::from(!text.ends_with('\n'))
+}
+
+/// The tensors one half of the rows wrote into its slots (the first `len` of them), and the
+/// steps they span. Dropped (on an error in either half), it drops those tensors.
+struct ReadPart<'a> {
+    slots: &'a mut [std::mem::MaybeUninit<Tensor>],
+    len: usize,
+    num_steps: u32,
+}
+
+impl<'a> ReadPart<'a> {
+    fn none(slots: &'a mut [std::mem::MaybeUninit<Tensor>]) -> Self {
+        ReadPart {
+            slots,
+            len: 0,
+            num_steps: 0,
+        }
+    }
+
+    /// Adds `tensor` after those written. There is a slot for it: one per line.
+    fn push(&mut self, tensor: Tensor) {
+        self.slots[self.len].write(tensor);
+        self.len += 1;
+    }
+}
+
+impl Drop for ReadPart<'_> {
+    fn drop(&mut self) {
+        for slot in &mut self.slots[..self.len] {
+            // SAFETY: the first `len` slots were written by `push` and are dropped only here.
+            unsafe { slot.assume_init_drop() };
+        }
+    }
+}
+
+/// Reads the rows in `rows` (the first on line `first_line`) into `slots`, one per line.
+fn read_part<'a>(
+    layout: &RowLayout,
+    rows: &str,
+    first_line: usize,
+    slots: &'a mut [std::mem::MaybeUninit<Tensor>],
+) -> Result<ReadPart<'a>> {
+    let RowLayout {
+        file,
+        columns,
+        names,
+    } = layout;
+    let mut part = ReadPart::none(slots);
+    for (line_number, line) in numbered_lines(rows, first_line) {
         let at = |what: String| Error::input(format!("{file}:{line_number}: {what}"));
         // The fields, split once; a line with another count is refused (with the count).
         let mut fields = [""; MAX_COLUMNS];
-        let mut field_count = 0;
-        for field in line.split(',') {
-            if field_count < columns.len() {
-                fields[field_count] = trimmed(field);
-            }
-            field_count += 1;
-        }
+        let field_count = split_fields(line, &mut fields[..columns.len()]);
         if field_count != columns.len() {
             return Err(at(format!(
                 "{field_count} fields, but the header has {} columns",
@@ -121,7 +276,7 @@ fn parse_minimalloc_csv(path: &Path, text: &str) -> Result<Model> {
         let mut id = "";
         let (mut lower, mut upper, mut size) = (0u64, 0u64, 0u64);
         let (mut alignment, mut offset) = (None, None);
-        for ((&column, &field), name) in columns.iter().zip(&fields).zip(&header_names) {
+        for ((&column, &field), name) in columns.iter().zip(&fields).zip(names.iter()) {
             let number = || {
                 parse_number(field).ok_or_else(|| {
                     at(format!(
@@ -160,28 +315,74 @@ fn parse_minimalloc_csv(path: &Path, text: &str) -> Result<Model> {
         if let Some(problem) = alignment.and_then(alignment_problem) {
             return Err(at(format!("buffer '{id}': {problem}")));
         }
-        if let Some(first) = seen.insert(id, line_number) {
-            return Err(at(format!(
-                "duplicate buffer id '{id}' (first on line {first}); ids must be unique"
-            )));
-        }
-        num_steps = num_steps.max(upper);
+        part.num_steps = part.num_steps.max(upper);
         let mut tensor = Tensor::new(id, TensorKind::Intermediate, size);
         tensor.alignment = alignment;
         tensor.fixed_offset = offset;
         tensor.lifetime = Some(Lifetime::new(lower as u32, upper - 1));
-        tensors.push(tensor);
+        part.push(tensor);
     }
-    Ok(Model {
-        path: path.to_path_buf(),
-        tensors,
-        operators: Vec::new(),
-        inputs: Vec::new(),
-        outputs: Vec::new(),
-        num_steps: Some(num_steps),
-        rule: LifetimeRule::Sequential,
-        tflite: None,
+    Ok(part)
+}
+
+/// The indices of the first tensor whose id an earlier one has, and of that earlier one:
+/// `(earlier, again)`.
+fn first_duplicate(tensors: &[Tensor]) -> Option<(usize, usize)> {
+    let mut seen = SeenIds::with_capacity(tensors.len());
+    tensors.iter().enumerate().find_map(|(index, tensor)| {
+        // SeenIds keeps a non-zero number per id: the index plus one.
+        seen.insert(&tensor.id, index + 1)
+            .map(|earlier| (earlier - 1, index))
     })
+}
+
+/// The lines of `text` that are not blank, numbered from `first_number` (blank ones count), each without
+/// its `\n` or `\r\n` ending. A plain byte loop: `str::lines` finds each end with the
+/// general pattern searcher, which cost a fifth of the reading time of a million-line trace.
+fn numbered_lines(text: &str, first_number: usize) -> impl Iterator<Item = (usize, &str)> {
+    let mut rest = text;
+    let mut number = first_number - 1;
+    std::iter::from_fn(move || loop {
+        if rest.is_empty() {
+            return None;
+        }
+        number += 1;
+        let line = match rest.bytes().position(|byte| byte == b'\n') {
+            Some(end) => {
+                // `\n` is one byte, so both ends are character boundaries.
+                let line = &rest[..end];
+                rest = &rest[end + 1..];
+                line
+            }
+            None => std::mem::take(&mut rest),
+        };
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if !line.trim().is_empty() {
+            return Some((number, line));
+        }
+    })
+}
+
+/// Splits `line` at its commas into `fields` (each trimmed) and returns how many fields the
+/// line has, which may be more or fewer than `fields` holds (those past it are dropped).
+/// A byte loop for the same reason as [`numbered_lines`]: fields are a few bytes long.
+fn split_fields<'a>(line: &'a str, fields: &mut [&'a str]) -> usize {
+    let mut count = 0;
+    let mut start = 0;
+    for (at, &byte) in line.as_bytes().iter().enumerate() {
+        if byte == b',' {
+            if let Some(field) = fields.get_mut(count) {
+                // `,` is one byte, so `start` and `at` are character boundaries.
+                *field = trimmed(&line[start..at]);
+            }
+            count += 1;
+            start = at + 1;
+        }
+    }
+    if let Some(field) = fields.get_mut(count) {
+        *field = trimmed(&line[start..]);
+    }
+    count + 1
 }
 
 /// Most columns a file may have: the eight known ones and a few repeated `hint` or `gaps`.
@@ -210,13 +411,12 @@ fn parse_number(field: &str) -> Option<u64> {
     field.parse().ok()
 }
 
-/// The line of each buffer id read so far, to refuse duplicates. MiniMalloc traces number
-/// their buffers 0, 1, 2, ...: such ids are looked up in a table indexed by the number
-/// (hashing a million strings was half the reading time); other ids go to a hash map. Keys
-/// borrow from the text: a million owned ids freed at the end of reading would leave the
-/// allocator a backlog of small free chunks that slows the planner's first large allocations.
+/// A non-zero number (where it was seen) for each buffer id seen so far, to find duplicates.
+/// MiniMalloc traces number their buffers 0, 1, 2, ...: such ids are looked up in a table
+/// indexed by the number (hashing a million strings was half the reading time); other ids go
+/// to a hash map. Keys borrow the ids: owned copies would be a million more allocations.
 struct SeenIds<'a> {
-    /// Line of numeric id `n` at `n` (0: not seen), for ids below `numeric_limit`.
+    /// Where numeric id `n` was seen, at `n` (0: not seen), for ids below `numeric_limit`.
     numeric: Vec<u32>,
     numeric_limit: usize,
     other: HashMap<&'a str, usize>,
@@ -233,19 +433,19 @@ impl<'a> SeenIds<'a> {
         }
     }
 
-    /// Records `id` on `line`; the line it was first seen on when it is a duplicate.
-    fn insert(&mut self, id: &'a str, line: usize) -> Option<usize> {
+    /// Records `id` as seen at `at` (not 0); where it was first seen when it is a duplicate.
+    fn insert(&mut self, id: &'a str, at: usize) -> Option<usize> {
         // Canonical decimal only ("7", not "07" or "+7"), so that equal numbers are equal ids.
         let canonical = !id.is_empty()
             && id.bytes().all(|byte| byte.is_ascii_digit())
             && (id.len() == 1 || !id.starts_with('0'));
         let number = canonical.then(|| id.parse::<usize>().ok()).flatten();
-        match (number, u32::try_from(line)) {
-            (Some(number), Ok(line)) if number < self.numeric_limit => {
+        match (number, u32::try_from(at)) {
+            (Some(number), Ok(at)) if number < self.numeric_limit => {
                 if number >= self.numeric.len() {
                     self.numeric.resize(number + 1, 0);
                 }
-                match std::mem::replace(&mut self.numeric[number], line) {
+                match std::mem::replace(&mut self.numeric[number], at) {
                     0 => None,
                     first => {
                         self.numeric[number] = first;
@@ -253,7 +453,7 @@ impl<'a> SeenIds<'a> {
                     }
                 }
             }
-            _ => self.other.insert(id, line).inspect(|&first| {
+            _ => self.other.insert(id, at).inspect(|&first| {
                 self.other.insert(id, first);
             }),
         }
@@ -275,6 +475,118 @@ mod tests {
         assert_eq!(trimmed(" 12 "), "12");
         assert_eq!(trimmed("12"), "12");
         assert_eq!(trimmed("\u{a0}12"), "12");
+    }
+
+    #[test]
+    fn lines_and_fields_split_as_str_lines_and_split_do() {
+        let text = "a, b ,c\r\n\n  \r\nd,,\n,\ne";
+        let ours: Vec<(usize, &str)> = numbered_lines(text, 1).collect();
+        let std: Vec<(usize, &str)> = text
+            .lines()
+            .enumerate()
+            .map(|(i, line)| (i + 1, line))
+            .filter(|(_, line)| !line.trim().is_empty())
+            .collect();
+        assert_eq!(ours, std);
+        for (_, line) in ours {
+            let expected: Vec<&str> = line.split(',').map(str::trim).collect();
+            let mut fields = [""; 4];
+            let count = split_fields(line, &mut fields);
+            assert_eq!(count, expected.len(), "{line:?}");
+            assert_eq!(&fields[..count], &expected[..], "{line:?}");
+            // Fewer slots than fields: the count is still the line's.
+            let mut two = [""; 2];
+            assert_eq!(split_fields(line, &mut two), expected.len(), "{line:?}");
+        }
+    }
+
+    /// A CSV of `rows` buffers `0..rows` (rows after the first few blank lines, which the
+    /// front half keeps as gaps to close), large enough to be read on two threads, with
+    /// `edit` applied to the row lines (index `i` is buffer `i`).
+    fn two_thread_csv(rows: usize, edit: impl Fn(usize, &mut String)) -> String {
+        let mut text = String::from("id,lower,upper,size\n\n \n");
+        for i in 0..rows {
+            let mut line = format!("{i},{},{},{}", i % 7, i % 7 + 3, 16 + i % 5);
+            edit(i, &mut line);
+            text.push_str(&line);
+            text.push('\n');
+        }
+        assert!(text.len() >= TWO_THREADS_FROM_BYTES, "{} bytes", text.len());
+        text
+    }
+
+    #[test]
+    fn two_threads_read_the_rows_in_order_across_blank_lines() {
+        let rows = 120_000;
+        let text = two_thread_csv(rows, |i, line| {
+            if i == 10 || i == rows - 10 {
+                line.push_str("\n\n");
+            }
+        });
+        let model = parse(&text).unwrap();
+        assert_eq!(model.tensors.len(), rows);
+        for (i, tensor) in model.tensors.iter().enumerate() {
+            assert_eq!(tensor.id, i.to_string());
+            assert_eq!(tensor.size, 16 + i as u64 % 5);
+            assert_eq!(
+                tensor.lifetime,
+                Some(Lifetime::new(i as u32 % 7, i as u32 % 7 + 2))
+            );
+        }
+        assert_eq!(model.num_steps, Some(9));
+    }
+
+    #[test]
+    fn two_threads_report_the_first_error_by_line_and_duplicates_across_halves() {
+        let rows = 120_000;
+        // Buffer i is on line i + 4 (header, two blank lines).
+        let late = parse(&two_thread_csv(rows, |i, line| {
+            if i == rows - 5 {
+                *line = format!("{i},3,2,4");
+            }
+        }))
+        .unwrap_err();
+        assert!(
+            late.message.starts_with(&format!(
+                "b.csv:{}: buffer '{}': lower 3",
+                rows - 1,
+                rows - 5
+            )),
+            "{late}"
+        );
+        let both = parse(&two_thread_csv(rows, |i, line| {
+            if i == 7 || i == rows - 5 {
+                line.push_str(",9");
+            }
+        }))
+        .unwrap_err();
+        assert!(both.message.starts_with("b.csv:11: 5 fields"), "{both}");
+        let repeated = parse(&two_thread_csv(rows, |i, line| {
+            if i == rows - 3 {
+                *line = "17,0,1,4".into();
+            }
+        }))
+        .unwrap_err();
+        assert_eq!(
+            repeated.message,
+            format!(
+                "b.csv:{}: duplicate buffer id '17' (first on line 21); ids must be unique",
+                rows + 1
+            )
+        );
+        let named = parse(&two_thread_csv(rows, |i, line| {
+            if i == 3 || i == rows - 3 {
+                *line = format!("conv,0,1,{i}");
+            }
+        }))
+        .unwrap_err();
+        assert_eq!(
+            named.message,
+            format!(
+                "b.csv:{}: duplicate buffer id 'conv' (first on line 7); ids must be unique",
+                rows + 1
+            )
+        );
     }
 
     #[test]
