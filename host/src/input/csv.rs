@@ -8,7 +8,8 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use crate::error::{Error, Result};
 use crate::input::model::{
@@ -133,98 +134,143 @@ struct RowLayout<'a> {
     names: &'a [&'a str],
 }
 
-/// Below this many bytes of rows one thread reads them all: a second costs more than it saves.
-const TWO_THREADS_FROM_BYTES: usize = 1 << 20;
+/// Rows are read in parts of about this many bytes, which the threads take in turn: parts
+/// small enough that the threads finish together (one core here is often slower than the
+/// other), large enough that taking one costs nothing next to reading it.
+const PART_BYTES: usize = 1 << 20;
+
+/// Most threads that read rows: past a few, the kernel handing out pages is the limit.
+const MAX_READING_THREADS: usize = 8;
 
 /// The tensors of `rows` (the lines after the header, the first numbered `first_line`), the
-/// number of steps they span, and whether an id may repeat (false: none does). Large files are read in two halves on two threads, each
-/// writing its tensors straight into its part of the one vector: building a million
-/// 160-byte tensors is mostly the kernel handing out fresh pages, which two cores do twice
-/// as fast, and the halves are joined without copying. The first error in line order wins.
+/// number of steps they span, and whether an id may repeat (false: none does).
+///
+/// Rows are cut into parts at newlines, each part given the slots of the one tensor vector
+/// its lines may fill (one per line), and the parts read by as many threads as there are
+/// cores (up to [`MAX_READING_THREADS`]): building a million 160-byte tensors is mostly
+/// the kernel handing out fresh pages, which cores do side by side. The parts are joined
+/// without copying, except to close the gaps blank lines leave. The first error in line
+/// order wins.
 fn read_rows(
     layout: &RowLayout,
     rows: &str,
     first_line: usize,
 ) -> Result<(Vec<Tensor>, u32, bool)> {
-    let (front, back) = match rows.len() >= TWO_THREADS_FROM_BYTES {
-        // Split after the newline nearest the middle (a newline is one byte, so a boundary).
-        true => match rows[rows.len() / 2..].find('\n') {
-            Some(newline) => rows.split_at(rows.len() / 2 + newline + 1),
-            None => (rows, ""),
-        },
-        false => (rows, ""),
-    };
-    // At most one tensor per line; the front half ends with a newline.
-    let front_slots = line_count(front);
-    let back_slots = if back.is_empty() { 0 } else { line_count(back) };
-    let back_first_line = first_line + front_slots;
-    let mut tensors: Vec<Tensor> = Vec::with_capacity(front_slots + back_slots);
-    let (front_out, back_out) =
-        tensors.spare_capacity_mut()[..front_slots + back_slots].split_at_mut(front_slots);
-    let mut numeric_ids = NumericIdsSeen::new(front_slots + back_slots);
+    let parts = split_rows(rows, first_line);
+    let slot_counts: Vec<usize> = parts.iter().map(|part| line_count(part.text)).collect();
+    let total_slots: usize = slot_counts.iter().sum();
+    let mut tensors: Vec<Tensor> = Vec::with_capacity(total_slots);
+    let mut numeric_ids = NumericIdsSeen::new(total_slots);
     let numeric_ids = numeric_ids.flags();
-    let front = Rows {
-        text: front,
-        first_line,
-        numeric_ids,
-    };
-    let back = Rows {
-        text: back,
-        first_line: back_first_line,
-        numeric_ids,
-    };
-    let (front_read, back_read) = if back.text.is_empty() {
-        (
-            read_part(layout, &front, front_out),
-            Ok(ReadPart::none(back_out)),
-        )
-    } else {
-        // Whoever reads the back half takes its slots: the worker, or this thread when no
-        // thread can be started (the worker then never ran).
-        let back_out = std::sync::Mutex::new(Some(back_out));
-        let take_back_out = || {
-            back_out
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .take()
-                .unwrap_or_default()
-        };
-        std::thread::scope(|scope| {
-            let worker = std::thread::Builder::new()
-                .name("csv-rows".into())
-                .spawn_scoped(scope, || read_part(layout, &back, take_back_out()));
-            let front_read = read_part(layout, &front, front_out);
-            let back_read = match worker {
-                Ok(worker) => worker
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                Err(_) => read_part(layout, &back, take_back_out()),
-            };
-            (front_read, back_read)
-        })
-    };
-    // An error drops the tensors either half wrote (`ReadPart`'s drop).
-    let front_read = front_read?;
-    let back_read = back_read?;
-    let num_steps = front_read.num_steps.max(back_read.num_steps);
-    let maybe_repeated = front_read.maybe_repeated || back_read.maybe_repeated;
-    let (front_len, back_len) = (front_read.len, back_read.len);
-    // From here the vector owns what the halves wrote.
-    std::mem::forget(front_read);
-    std::mem::forget(back_read);
-    let base = tensors.as_mut_ptr();
-    // SAFETY: slots [0, front_len) and [front_slots, front_slots + back_len) hold tensors the
-    // halves wrote, within the vector's capacity. Blank lines in the front half leave a gap
-    // (front_len < front_slots): the back half's tensors move down to close it (`copy`
-    // handles overlap), after which the first front_len + back_len slots are initialised and
-    // nothing else is, and the vector takes ownership of exactly those.
-    unsafe {
-        if front_len < front_slots {
-            std::ptr::copy(base.add(front_slots), base.add(front_len), back_len);
-        }
-        tensors.set_len(front_len + back_len);
+
+    // Each part's rows and slots, taken by the thread that reads it; its result, in order.
+    let mut spare = &mut tensors.spare_capacity_mut()[..total_slots];
+    let mut work = Vec::with_capacity(parts.len());
+    for (part, &count) in parts.into_iter().zip(&slot_counts) {
+        let (slots, rest) = std::mem::take(&mut spare).split_at_mut(count);
+        spare = rest;
+        work.push(Mutex::new(Some((part, slots))));
     }
+    let results: Vec<Mutex<Option<Result<ReadPart>>>> =
+        work.iter().map(|_| Mutex::new(None)).collect();
+    let next_part = AtomicUsize::new(0);
+    let read_parts = || {
+        while let Some(index) = Some(next_part.fetch_add(1, Ordering::Relaxed))
+            .filter(|&index| index < work.len())
+        {
+            if let Some((part, slots)) = lock(&work[index]).take() {
+                let read = read_part(layout, &part, numeric_ids, slots);
+                *lock(&results[index]) = Some(read);
+            }
+        }
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(MAX_READING_THREADS)
+        .min(work.len());
+    std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads)
+            .filter_map(|_| {
+                // A thread that cannot be started is one fewer helper; this one reads anyway.
+                std::thread::Builder::new()
+                    .name("csv-rows".into())
+                    .spawn_scoped(scope, read_parts)
+                    .ok()
+            })
+            .collect();
+        read_parts();
+        for helper in helpers {
+            if let Err(panic) = helper.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    });
+
+    // Every part was read (the queue ran out only once each was taken). An error drops the
+    // tensors every part wrote (`ReadPart`'s drop) with `results`.
+    let mut reads = Vec::with_capacity(results.len());
+    for result in results {
+        let read = result
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or_else(|| Ok(ReadPart::none(&mut [])));
+        reads.push(read?);
+    }
+    let num_steps = reads.iter().map(|read| read.num_steps).max().unwrap_or(0);
+    let maybe_repeated = reads.iter().any(|read| read.maybe_repeated);
+    let lens: Vec<usize> = reads.iter().map(|read| read.len).collect();
+    // From here the vector owns what the parts wrote.
+    reads.into_iter().for_each(std::mem::forget);
+    let base = tensors.as_mut_ptr();
+    let mut len = 0;
+    let mut part_start = 0;
+    for (&part_len, &part_slots) in lens.iter().zip(&slot_counts) {
+        // SAFETY: the part's tensors are its first `part_len` slots, from `part_start`, all
+        // within the vector's capacity; the first `len` slots are the earlier parts'. Blank
+        // lines leave gaps (part_len < part_slots): later tensors move down to close them
+        // (`copy` handles overlap, and `len <= part_start`).
+        unsafe {
+            if len < part_start {
+                std::ptr::copy(base.add(part_start), base.add(len), part_len);
+            }
+        }
+        len += part_len;
+        part_start += part_slots;
+    }
+    // SAFETY: the first `len` slots are initialised (above) and nothing past them is, so the
+    // vector takes ownership of exactly the tensors read.
+    unsafe { tensors.set_len(len) };
     Ok((tensors, num_steps, maybe_repeated))
+}
+
+/// `mutex`'s guard; a thread that panicked holding it leaves nothing half-done here.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `rows` cut after newlines into parts of about [`PART_BYTES`], each with its first line's
+/// number. Never empty: empty rows are one empty part.
+fn split_rows(rows: &str, first_line: usize) -> Vec<Rows<'_>> {
+    let mut parts = Vec::with_capacity(rows.len() / PART_BYTES + 1);
+    let mut rest = rows;
+    let mut line = first_line;
+    loop {
+        let end = match rest.get(PART_BYTES..).and_then(|tail| tail.find('\n')) {
+            // A newline is one byte, so the cut is at a character boundary.
+            Some(newline) => PART_BYTES + newline + 1,
+            None => rest.len(),
+        };
+        let (text, tail) = rest.split_at(end);
+        parts.push(Rows {
+            text,
+            first_line: line,
+        });
+        if tail.is_empty() {
+            return parts;
+        }
+        line += line_count(text);
+        rest = tail;
+    }
 }
 
 /// Lines in `text`, the last one counted whether or not it ends with a newline.
@@ -244,13 +290,11 @@ fn line_count(text: &str) -> usize {
     newlines + usize::from(!text.ends_with('\n'))
 }
 
-/// One part of the rows as a thread reads it.
+/// One part of the rows.
 struct Rows<'a> {
     text: &'a str,
     /// The number of the first line of `text`.
     first_line: usize,
-    /// A flag per numeric id, shared by the threads.
-    numeric_ids: &'a [AtomicU8],
 }
 
 /// Which numeric ids the threads reading the rows have seen, to know without a second pass
@@ -277,13 +321,13 @@ impl NumericIdsSeen {
     }
 }
 
-/// The tensors one half of the rows wrote into its slots (the first `len` of them), and the
-/// steps they span. Dropped (on an error in either half), it drops those tensors.
+/// The tensors one part of the rows wrote into its slots (the first `len` of them), and the
+/// steps they span. Dropped (on an error in any part), it drops those tensors.
 struct ReadPart<'a> {
     slots: &'a mut [std::mem::MaybeUninit<Tensor>],
     len: usize,
     num_steps: u32,
-    /// Whether an id read may repeat one read before (here or in the other part).
+    /// Whether an id read may repeat one read before (here or in another part).
     maybe_repeated: bool,
 }
 
@@ -313,10 +357,12 @@ impl Drop for ReadPart<'_> {
     }
 }
 
-/// Reads `rows` into `slots`, one per line.
+/// Reads `rows` into `slots`, one per line, setting the flags of the numeric ids it sees
+/// in `numeric_ids` (shared by the threads).
 fn read_part<'a>(
     layout: &RowLayout,
     rows: &Rows,
+    numeric_ids: &[AtomicU8],
     slots: &'a mut [std::mem::MaybeUninit<Tensor>],
 ) -> Result<ReadPart<'a>> {
     let RowLayout {
@@ -380,8 +426,7 @@ fn read_part<'a>(
         }
         part.num_steps = part.num_steps.max(upper);
         part.maybe_repeated |= match canonical_number(id) {
-            Some(number) => rows
-                .numeric_ids
+            Some(number) => numeric_ids
                 .get(number)
                 .is_none_or(|flag| flag.swap(1, Ordering::Relaxed) != 0),
             None => true,
@@ -579,10 +624,10 @@ mod tests {
         }
     }
 
-    /// A CSV of `rows` buffers `0..rows` (rows after the first few blank lines, which the
-    /// front half keeps as gaps to close), large enough to be read on two threads, with
+    /// A CSV of `rows` buffers `0..rows` (after two blank lines, which leave a gap in the
+    /// first part's slots), large enough to be read in several parts, with
     /// `edit` applied to the row lines (index `i` is buffer `i`).
-    fn two_thread_csv(rows: usize, edit: impl Fn(usize, &mut String)) -> String {
+    fn csv_of_parts(rows: usize, edit: impl Fn(usize, &mut String)) -> String {
         let mut text = String::from("id,lower,upper,size\n\n \n");
         for i in 0..rows {
             let mut line = format!("{i},{},{},{}", i % 7, i % 7 + 3, 16 + i % 5);
@@ -590,18 +635,28 @@ mod tests {
             text.push_str(&line);
             text.push('\n');
         }
-        assert!(text.len() >= TWO_THREADS_FROM_BYTES, "{} bytes", text.len());
+        assert!(text.len() >= 2 * PART_BYTES, "{} bytes", text.len());
         text
     }
 
     #[test]
-    fn two_threads_read_the_rows_in_order_across_blank_lines() {
-        let rows = 120_000;
-        let text = two_thread_csv(rows, |i, line| {
-            if i == 10 || i == rows - 10 {
+    fn parts_read_the_rows_in_order_across_blank_lines() {
+        let rows = 250_000;
+        let text = csv_of_parts(rows, |i, line| {
+            if i == 10 || i == rows / 2 || i == rows - 10 {
                 line.push_str("\n\n");
             }
         });
+        let parts = split_rows(&text, 1);
+        assert!(parts.len() >= 3, "{} parts", parts.len());
+        assert_eq!(parts.iter().map(|part| part.text).collect::<String>(), text);
+        for part in &parts {
+            let (number, _) = numbered_lines(&text, 1)
+                .find(|(_, line)| line.as_ptr() >= part.text.as_ptr())
+                .unwrap();
+            let (first, _) = numbered_lines(part.text, part.first_line).next().unwrap();
+            assert_eq!(first, number);
+        }
         let model = parse(&text).unwrap();
         assert_eq!(model.tensors.len(), rows);
         for (i, tensor) in model.tensors.iter().enumerate() {
@@ -616,10 +671,10 @@ mod tests {
     }
 
     #[test]
-    fn two_threads_report_the_first_error_by_line_and_duplicates_across_halves() {
-        let rows = 120_000;
+    fn parts_report_the_first_error_by_line_and_duplicates_across_parts() {
+        let rows = 250_000;
         // Buffer i is on line i + 4 (header, two blank lines).
-        let late = parse(&two_thread_csv(rows, |i, line| {
+        let late = parse(&csv_of_parts(rows, |i, line| {
             if i == rows - 5 {
                 *line = format!("{i},3,2,4");
             }
@@ -633,14 +688,14 @@ mod tests {
             )),
             "{late}"
         );
-        let both = parse(&two_thread_csv(rows, |i, line| {
+        let both = parse(&csv_of_parts(rows, |i, line| {
             if i == 7 || i == rows - 5 {
                 line.push_str(",9");
             }
         }))
         .unwrap_err();
         assert!(both.message.starts_with("b.csv:11: 5 fields"), "{both}");
-        let repeated = parse(&two_thread_csv(rows, |i, line| {
+        let repeated = parse(&csv_of_parts(rows, |i, line| {
             if i == rows - 3 {
                 *line = "17,0,1,4".into();
             }
@@ -653,7 +708,7 @@ mod tests {
                 rows + 1
             )
         );
-        let named = parse(&two_thread_csv(rows, |i, line| {
+        let named = parse(&csv_of_parts(rows, |i, line| {
             if i == 3 || i == rows - 3 {
                 *line = format!("conv,0,1,{i}");
             }
