@@ -175,8 +175,8 @@ fn read_rows(
         work.iter().map(|_| Mutex::new(None)).collect();
     let next_part = AtomicUsize::new(0);
     let read_parts = || {
-        while let Some(index) = Some(next_part.fetch_add(1, Ordering::Relaxed))
-            .filter(|&index| index < work.len())
+        while let Some(index) =
+            Some(next_part.fetch_add(1, Ordering::Relaxed)).filter(|&index| index < work.len())
         {
             if let Some((part, slots)) = lock(&work[index]).take() {
                 let read = read_part(layout, &part, numeric_ids, slots);
@@ -342,6 +342,7 @@ impl<'a> ReadPart<'a> {
     }
 
     /// Adds `tensor` after those written. There is a slot for it: one per line.
+    #[inline(always)]
     fn push(&mut self, tensor: Tensor) {
         self.slots[self.len].write(tensor);
         self.len += 1;
@@ -431,11 +432,12 @@ fn read_part<'a>(
                 .is_none_or(|flag| flag.swap(1, Ordering::Relaxed) != 0),
             None => true,
         };
-        let mut tensor = Tensor::new(id, TensorKind::Intermediate, size);
-        tensor.alignment = alignment;
-        tensor.fixed_offset = offset;
-        tensor.lifetime = Some(Lifetime::new(lower as u32, upper - 1));
-        part.push(tensor);
+        part.push(Tensor {
+            alignment,
+            fixed_offset: offset,
+            lifetime: Some(Lifetime::new(lower as u32, upper - 1)),
+            ..Tensor::new(id, TensorKind::Intermediate, size)
+        });
     }
     Ok(part)
 }
