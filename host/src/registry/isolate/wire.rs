@@ -241,9 +241,10 @@ pub fn encode_reply(reply: &WorkerReply) -> Vec<u8> {
                 let next_tensor = previous.tensor.wrapping_add(1) == allocation.tensor;
                 let same_arena = arena == previous.arena;
                 let same_offsets = binding.offset == allocation.offset;
-                out.u8(u8::from(next_tensor) * NEXT_TENSOR
-                    | u8::from(same_arena) * SAME_ARENA
-                    | u8::from(same_offsets) * SAME_OFFSETS);
+                let flag = |set: bool, flag: u8| if set { flag } else { 0 };
+                out.u8(flag(next_tensor, NEXT_TENSOR)
+                    | flag(same_arena, SAME_ARENA)
+                    | flag(same_offsets, SAME_OFFSETS));
                 if !next_tensor {
                     out.number(allocation.tensor.into());
                 }
