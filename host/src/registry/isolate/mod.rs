@@ -150,6 +150,8 @@ pub fn plan_in_worker(
         Error::internal(format!("--isolate: cannot read the worker's pipe: {error}"))
     })?;
     std::thread::spawn(move || read_worker_output(std::fs::File::from(reader), events));
+    // Made while the worker plans; the reply's allocations are decoded into it.
+    let room = wire::AllocationRoom::prepared(request.tensors.len());
 
     // The reply pipe closes when the child exits (normally or not), so waiting on it is
     // waiting on the child, without polling. `next_event` gives `Ok(None)` when the reader is
@@ -214,13 +216,6 @@ pub fn plan_in_worker(
             }
         }
     };
-    let replied = Instant::now();
-    let ending = child.wait_for_exit(kill_at)?;
-    tracing::debug!(
-        "worker {}: ended {:.1} ms after its reply",
-        child.pid,
-        replied.elapsed().as_secs_f64() * 1e3
-    );
     let reply = match reply {
         Some(Ok(bytes)) => bytes,
         Some(Err(error)) => {
@@ -231,14 +226,46 @@ pub fn plan_in_worker(
         }
         None => Vec::new(),
     };
+    let decoding = Instant::now();
+    let decoded = wire::decode_reply_into(&reply, room);
     tracing::debug!(
-        "worker for {} ended ({}) after {:.3} s, peak memory {} KiB",
-        job.subject(),
-        ending.status,
-        started.elapsed().as_secs_f64(),
-        ending.peak_kib.unwrap_or(0)
+        "reply of {} bytes decoded in {:.1} ms",
+        reply.len(),
+        decoding.elapsed().as_secs_f64() * 1e3
     );
-    interpret(&job.subject(), ending, &reply, job.memory_limit)
+    // A whole plan or planner error is the last thing the worker writes before it exits, so
+    // its exit status can add nothing: the host goes on while the worker's memory is torn
+    // down (15 ms at a million tensors), and a thread reaps it. Anything else is read
+    // together with how the worker ended.
+    let answer = match decoded {
+        Ok(WorkerReply::Plan(plan)) => Some(Ok(plan)),
+        Ok(WorkerReply::Error(error)) => Some(Err(error)),
+        _ => None,
+    };
+    if let Some(answer) = answer {
+        let subject = job.subject();
+        std::thread::spawn(move || {
+            let ending = child.wait_for_exit(None);
+            log_ending(&subject, ending.as_ref().copied(), started);
+        });
+        return Ok(answer);
+    }
+    let ending = child.wait_for_exit(kill_at);
+    log_ending(&job.subject(), ending.as_ref().copied(), started);
+    interpret(&job.subject(), ending?, &reply, job.memory_limit)
+}
+
+/// Logs how the worker for `subject`, started at `started`, ended.
+fn log_ending(subject: &str, ending: std::result::Result<Ending, &Error>, started: Instant) {
+    match ending {
+        Ok(ending) => tracing::debug!(
+            "worker for {subject} ended ({}) {:.3} s after the fork, peak memory {} KiB",
+            ending.status,
+            started.elapsed().as_secs_f64(),
+            ending.peak_kib.unwrap_or(0)
+        ),
+        Err(error) => tracing::debug!("worker for {subject}: {error}"),
+    }
 }
 
 /// A pipe for the child's started line and reply: (read end, write end), both closed on exec.
@@ -597,13 +624,7 @@ fn interpret(
             }
         )));
     }
-    let decoding = Instant::now();
     let parsed: Option<WorkerReply> = wire::decode_reply(reply).ok();
-    tracing::debug!(
-        "reply of {} bytes decoded in {:.1} ms",
-        reply.len(),
-        decoding.elapsed().as_secs_f64() * 1e3
-    );
     match (status.code(), parsed) {
         (Some(0), Some(WorkerReply::Plan(plan))) => Ok(Ok(plan)),
         (Some(0), Some(WorkerReply::Error(error))) => Ok(Err(error)),
