@@ -71,6 +71,7 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    #[inline(always)]
     fn take(&mut self, len: usize) -> Decoded<&'a [u8]> {
         if len > self.bytes.len() {
             return Err(WireError(format!(
@@ -82,7 +83,7 @@ impl<'a> Reader<'a> {
         self.bytes = rest;
         Ok(taken)
     }
-    #[inline]
+    #[inline(always)]
     fn u8(&mut self) -> Decoded<u8> {
         Ok(self.take(1)?[0])
     }
@@ -108,7 +109,7 @@ impl<'a> Reader<'a> {
         }
     }
     /// A LEB128 number ([`Writer::number`]); more than 64 bits is an error.
-    #[inline]
+    #[inline(always)]
     fn number(&mut self) -> Decoded<u64> {
         // Most numbers of a plan fit in one, two or three bytes: read without the loop.
         match *self.bytes {
