@@ -443,7 +443,7 @@ fn run_child(
                 ),
             },
         };
-        match out.write_all(&wire::encode_reply(&reply)) {
+        match wire::write_reply(&reply, &mut out) {
             Ok(()) => 0,
             Err(_) => 1,
         }

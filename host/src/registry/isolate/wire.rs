@@ -235,12 +235,22 @@ const SAME_OFFSETS: u8 = 4;
 
 /// The reply in binary form.
 pub fn encode_reply(reply: &WorkerReply) -> Vec<u8> {
-    let mut out = Writer(Vec::new());
+    let mut bytes = Vec::new();
+    // Writing into a vector cannot fail.
+    write_reply(reply, &mut bytes).map_or_else(|_| Vec::new(), |()| bytes)
+}
+
+/// Bytes of a reply written before they go out: a megabyte.
+const WRITE_CHUNK: usize = 1 << 20;
+
+/// Writes the reply in binary form to `sink` a megabyte at a time, so that the reader
+/// reads (and the pipe carries) one part while the next is encoded, and a large plan is
+/// never held twice.
+pub fn write_reply(reply: &WorkerReply, sink: &mut impl std::io::Write) -> std::io::Result<()> {
+    let mut out = Writer(Vec::with_capacity(WRITE_CHUNK + 4096));
     out.0.extend_from_slice(REPLY_MAGIC);
     match reply {
         WorkerReply::Plan(plan) => {
-            out.0
-                .reserve(plan.allocations.len() * 8 + plan.arenas.len() * 25);
             out.u8(0);
             out.count(plan.arenas.len());
             for arena in plan.arenas.iter() {
@@ -283,6 +293,10 @@ pub fn encode_reply(reply: &WorkerReply) -> Vec<u8> {
                     tensor: allocation.tensor,
                     arena,
                 };
+                if out.0.len() >= WRITE_CHUNK {
+                    sink.write_all(&out.0)?;
+                    out.0.clear();
+                }
             }
             out.str(&plan.summary);
         }
@@ -297,9 +311,9 @@ pub fn encode_reply(reply: &WorkerReply) -> Vec<u8> {
             out.str(message);
         }
         // Its own fixed form, magic included.
-        WorkerReply::Violation(violation) => return encode_violation(violation).to_vec(),
+        WorkerReply::Violation(violation) => return sink.write_all(&encode_violation(violation)),
     }
-    out.0
+    sink.write_all(&out.0)
 }
 
 /// The bytes of a [`WorkerReply::Violation`], built without allocating: the sandbox's signal
