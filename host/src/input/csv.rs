@@ -157,7 +157,7 @@ fn read_rows(
     first_line: usize,
 ) -> Result<(Vec<Tensor>, u32, bool)> {
     let parts = split_rows(rows, first_line);
-    let slot_counts: Vec<usize> = parts.iter().map(|part| line_count(part.text)).collect();
+    let slot_counts: Vec<usize> = parts.iter().map(|part| part.lines).collect();
     let total_slots: usize = slot_counts.iter().sum();
     let mut tensors: Vec<Tensor> = Vec::with_capacity(total_slots);
     let mut numeric_ids = NumericIdsSeen::new(total_slots);
@@ -249,7 +249,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// `rows` cut after newlines into parts of about [`PART_BYTES`], each with its first line's
-/// number. Never empty: empty rows are one empty part.
+/// number and its count of lines. Never empty: empty rows are one empty part.
 fn split_rows(rows: &str, first_line: usize) -> Vec<Rows<'_>> {
     let mut parts = Vec::with_capacity(rows.len() / PART_BYTES + 1);
     let mut rest = rows;
@@ -261,14 +261,16 @@ fn split_rows(rows: &str, first_line: usize) -> Vec<Rows<'_>> {
             None => rest.len(),
         };
         let (text, tail) = rest.split_at(end);
+        let lines = line_count(text);
         parts.push(Rows {
             text,
             first_line: line,
+            lines,
         });
         if tail.is_empty() {
             return parts;
         }
-        line += line_count(text);
+        line += lines;
         rest = tail;
     }
 }
@@ -295,6 +297,8 @@ struct Rows<'a> {
     text: &'a str,
     /// The number of the first line of `text`.
     first_line: usize,
+    /// Lines in `text` ([`line_count`]): at most one tensor each.
+    lines: usize,
 }
 
 /// Which numeric ids the threads reading the rows have seen, to know without a second pass
@@ -453,8 +457,8 @@ fn first_duplicate(tensors: &[Tensor]) -> Option<(usize, usize)> {
     })
 }
 
-/// The lines of `text` that are not blank, numbered from `first_number` (blank ones count), each without
-/// its `\n` or `\r\n` ending. A plain byte loop: `str::lines` finds each end with the
+/// The lines of `text` that are not blank, numbered from `first_number` (blank ones count),
+/// each without its `\n` or `\r\n` ending. A plain byte loop: `str::lines` finds each end with the
 /// general pattern searcher, which cost a fifth of the reading time of a million-line trace.
 fn numbered_lines(text: &str, first_number: usize) -> impl Iterator<Item = (usize, &str)> {
     let mut rest = text;
