@@ -82,7 +82,7 @@ pub const STARTUP_ALLOWANCE: Duration = Duration::from_secs(10);
 /// plugin started could hold the pipe open instead).
 const REPLY_AFTER_EXIT: Duration = Duration::from_millis(500);
 
-/// What the child writes on its pipe after the started line ([`wire::encode_reply`]).
+/// What the child writes on its pipe after the started line ([`wire::write_reply`]).
 #[derive(Debug)]
 pub enum WorkerReply {
     /// The planner's plan.
@@ -419,7 +419,7 @@ fn run_child(
                 exit_code: ErrorKind::Plugin.exit_code(),
                 message,
             };
-            return match out.write_all(&wire::encode_reply(&failed)) {
+            return match wire::write_reply(&failed, &mut out) {
                 Ok(()) => 0,
                 Err(_) => 1,
             };

@@ -234,6 +234,7 @@ const SAME_ARENA: u8 = 2;
 const SAME_OFFSETS: u8 = 4;
 
 /// The reply in binary form.
+#[cfg(test)]
 pub fn encode_reply(reply: &WorkerReply) -> Vec<u8> {
     let mut bytes = Vec::new();
     // Writing into a vector cannot fail.
@@ -247,7 +248,13 @@ const WRITE_CHUNK: usize = 1 << 20;
 /// reads (and the pipe carries) one part while the next is encoded, and a large plan is
 /// never held twice.
 pub fn write_reply(reply: &WorkerReply, sink: &mut impl std::io::Write) -> std::io::Result<()> {
-    let mut out = Writer(Vec::with_capacity(WRITE_CHUNK + 4096));
+    // Room for the reply, up to a chunk and what one allocation or the summary adds past it:
+    // a small model's worker does not touch a megabyte it never fills.
+    let expected = match reply {
+        WorkerReply::Plan(plan) => plan.allocations.len() * 8 + plan.arenas.len() * 25,
+        _ => 0,
+    };
+    let mut out = Writer(Vec::with_capacity(expected.min(WRITE_CHUNK) + 4096));
     out.0.extend_from_slice(REPLY_MAGIC);
     match reply {
         WorkerReply::Plan(plan) => {
