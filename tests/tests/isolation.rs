@@ -365,3 +365,61 @@ fn a_planner_changing_the_working_directory_does_not_move_relative_paths() {
         "{stderr}"
     );
 }
+
+/// The kernel release's (major, minor), e.g. (6, 1); None off Linux.
+fn kernel_version() -> Option<(u32, u32)> {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    let mut numbers = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|part| part.parse::<u32>());
+    Some((numbers.next()?.ok()?, numbers.next()?.ok()?))
+}
+
+#[test]
+fn a_large_isolated_plan_is_the_in_process_plan_with_its_memory_made_ahead() {
+    // 100,000 buffers: enough freed memory (about 20 MB) for the worker to start its helper
+    // that faults in fresh pages while the (multi-threaded) default planner runs, inside the
+    // sandbox. The plan must be the one made in process.
+    let dir = memplan_tests::temp_dir("large-isolated");
+    let trace = dir.join("trace.csv");
+    let buffers = memplan_planner_kit::testing::model_like_trace(100_000, 7);
+    std::fs::write(
+        &trace,
+        memplan_planner_kit::testing::minimalloc_csv(&buffers),
+    )
+    .unwrap();
+    let run = |isolate: &str| {
+        let output = memplan()
+            .arg("plan")
+            .arg(&trace)
+            .args(["--planner", "portfolio", "-v", isolate, "--out"])
+            .arg(dir.join(isolate))
+            .output()
+            .expect("run memplan plan");
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let hashes = stdout
+            .lines()
+            .find(|line| line.starts_with("plan_hash"))
+            .unwrap_or_else(|| panic!("no plan_hash line: {}", describe(&output)))
+            .to_string();
+        (hashes, String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let (isolated, log) = run("--isolate=always");
+    let (in_process, _) = run("--isolate=never");
+    assert_eq!(isolated, in_process);
+    let populated: f64 = log
+        .lines()
+        .find_map(|line| {
+            line.split("worker: ")
+                .nth(1)?
+                .strip_suffix(" MB of free memory populated ahead of the planner")
+        })
+        .unwrap_or_else(|| panic!("the worker started no helper:\n{log}"))
+        .parse()
+        .unwrap();
+    // MADV_POPULATE_WRITE arrived in Linux 5.14; before, the helper stops at once.
+    if kernel_version().is_some_and(|version| version >= (5, 14)) {
+        assert!(populated > 1.0, "{populated} MB populated:\n{log}");
+    }
+}

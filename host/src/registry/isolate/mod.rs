@@ -37,6 +37,7 @@ use memplan_plugin_api::{MemoryPlan, PlanError, PlanRequest, PlannerEntry};
 ))]
 pub mod sandbox;
 pub mod wire;
+pub mod worker_memory;
 
 use super::run::{call_planner, grace_period, RunLimits};
 use crate::error::{Error, ErrorKind, Result};
@@ -402,6 +403,9 @@ fn run_child(
 ) -> ! {
     let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         die_with_the_parent(parent);
+        // Fresh pages for the planner, faulted in ahead of it (see `worker_memory`).
+        worker_memory::give_back_freed_memory();
+        let free_regions = worker_memory::FreeRegions::of_this_process();
         // A Rust plugin's panic or failed allocation prints a backtrace when these are set,
         // and printing one opens files, which the sandbox stops: the plugin's message would
         // then be lost to a sandbox violation. The child is single-threaded here.
@@ -427,10 +431,18 @@ fn run_child(
         if writeln!(out, "{STARTED_LINE}").is_err() {
             return 1;
         }
+        let populator = worker_memory::Populator::start(free_regions);
         let reply = match call_planner(job.planner, job.entry, request, job.limits) {
             Ok(plan) => WorkerReply::Plan(plan),
             Err(error) => WorkerReply::Error(error),
         };
+        if let Some(populator) = populator {
+            let populated = populator.finish();
+            tracing::debug!(
+                "worker: {:.1} MB of free memory populated ahead of the planner",
+                populated as f64 / 1e6
+            );
+        }
         let reply = match SandboxSetup::lingering_threads() {
             0 => reply,
             threads => WorkerReply::Failed {
