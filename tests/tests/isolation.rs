@@ -423,3 +423,26 @@ fn a_large_isolated_plan_is_the_in_process_plan_with_its_memory_made_ahead() {
         assert!(populated > 1.0, "{populated} MB populated:\n{log}");
     }
 }
+
+#[test]
+fn an_isolated_planner_logs_into_a_redirected_stderr_file() {
+    // `memplan plan ... 2> build.log`: the worker may not make files grow, so its log lines
+    // reach the file through memplan (they used to end the worker with SIGXFSZ).
+    let dir = memplan_tests::temp_dir("stderr-file");
+    let log = dir.join("build.log");
+    let output = memplan()
+        .arg("plan")
+        .arg(memplan_tests::tiny_model())
+        .args(["--planner", "portfolio", "--isolate=always", "-v", "--out"])
+        .arg(dir.join("out"))
+        .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
+        .output()
+        .expect("run memplan plan");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{logged}");
+    // The planner's own note, logged in the worker through its host context.
+    assert!(
+        logged.contains("memplan::planner: portfolio: 2 buffers: greedy best fit by size won"),
+        "{logged}"
+    );
+}

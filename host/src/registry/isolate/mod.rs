@@ -5,7 +5,8 @@
 //! request and the plugin the host loaded and checked, so nothing is encoded, sent, decoded or
 //! loaded again (an earlier design started memplan anew and sent the request through a pipe:
 //! at 100,000 tensors that cost more than the planning). The child runs the planner with its
-//! host context (logs to the inherited stderr, deadline from `--timeout`), writes to a pipe
+//! host context (logs to a pipe memplan copies to its stderr, [`LogRelay`]; deadline from
+//! `--timeout`), writes to a pipe
 //! the line [`STARTED_LINE`] when it calls the planner, then one [`WorkerReply`] in binary
 //! form ([`wire`]), and ends with `_exit`, never returning into memplan's code. Its stdout
 //! points at stderr, so that whatever a plugin prints cannot corrupt memplan's output.
@@ -142,8 +143,10 @@ pub fn plan_in_worker(
     request: &PlanRequest,
 ) -> Result<Result<MemoryPlan, PlanError>> {
     let started = Instant::now();
-    let (reply_in, reply_out) = reply_pipe()?;
-    let child = fork_child(job, request, reply_in, reply_out)?;
+    let (reply_in, reply_out) = worker_pipe()?;
+    let (log_in, log_out) = worker_pipe()?;
+    let child = fork_child(job, request, reply_in, reply_out, log_out)?;
+    let log = LogRelay::start(log_in);
     tracing::debug!("started worker process {} for {}", child.pid, job.subject());
 
     let (events, worker_events) = mpsc::channel();
@@ -198,6 +201,7 @@ pub fn plan_in_worker(
             Ok(None) => break None,
             Err(()) => {
                 child.kill_and_reap();
+                log.finish();
                 let timeout = job.limits.timeout.unwrap_or_default().as_secs_f64();
                 return Err(Error::plugin(match planner_started {
                     Some(planner_started) => format!(
@@ -244,6 +248,7 @@ pub fn plan_in_worker(
         _ => None,
     };
     if let Some(answer) = answer {
+        log.finish();
         let subject = job.subject();
         std::thread::spawn(move || {
             let ending = child.wait_for_exit(None);
@@ -252,6 +257,7 @@ pub fn plan_in_worker(
         return Ok(answer);
     }
     let ending = child.wait_for_exit(kill_at);
+    log.finish();
     log_ending(&job.subject(), ending.as_ref().copied(), started);
     interpret(&job.subject(), ending?, &reply, job.memory_limit)
 }
@@ -269,8 +275,36 @@ fn log_ending(subject: &str, ending: std::result::Result<Ending, &Error>, starte
     }
 }
 
-/// A pipe for the child's started line and reply: (read end, write end), both closed on exec.
-fn reply_pipe() -> Result<(OwnedFd, OwnedFd)> {
+/// What the worker writes on its standard error, passed on to memplan's.
+///
+/// The worker may not make any file grow (see [`sandbox`]), so when memplan's standard error is
+/// a file (`memplan plan ... 2> build.log`) the worker's log lines cannot go there directly:
+/// the first one would end it with `SIGXFSZ`. Its standard error is a pipe instead, which a
+/// thread of memplan copies to its own.
+struct LogRelay {
+    done: mpsc::Receiver<()>,
+}
+
+impl LogRelay {
+    fn start(log: OwnedFd) -> LogRelay {
+        let (finished, done) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut std::fs::File::from(log), &mut std::io::stderr());
+            let _ = finished.send(());
+        });
+        LogRelay { done }
+    }
+
+    /// Waits until everything the worker logged is passed on: the worker closes its end
+    /// before it writes its reply, and it has ended on every other path, so this is at once
+    /// but for a short bound in case something in the worker still holds the pipe open.
+    fn finish(self) {
+        let _ = self.done.recv_timeout(REPLY_AFTER_EXIT);
+    }
+}
+
+/// A pipe between memplan and the worker: (read end, write end), both closed on exec.
+fn worker_pipe() -> Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills `fds` with two new descriptors, which we own from here on.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -362,6 +396,7 @@ fn fork_child(
     request: &PlanRequest,
     reply_in: OwnedFd,
     reply_out: OwnedFd,
+    log_out: OwnedFd,
 ) -> Result<ForkedChild> {
     let sandbox = SandboxSetup::prepare(job);
     // What Rust buffered for stdout and stderr would otherwise be written twice.
@@ -379,10 +414,12 @@ fn fork_child(
         ))),
         0 => {
             drop(reply_in);
+            log_to(log_out);
             run_child(job, request, reply_out, parent, &sandbox)
         }
         pid => {
             drop(reply_out);
+            drop(log_out);
             Ok(ForkedChild {
                 pid,
                 reply: reply_in,
@@ -423,6 +460,7 @@ fn run_child(
                 exit_code: ErrorKind::Plugin.exit_code(),
                 message,
             };
+            end_log();
             return match wire::write_reply(&failed, &mut out) {
                 Ok(()) => 0,
                 Err(_) => 1,
@@ -455,6 +493,7 @@ fn run_child(
                 ),
             },
         };
+        end_log();
         match wire::write_reply(&reply, &mut out) {
             Ok(()) => 0,
             Err(_) => 1,
@@ -463,6 +502,25 @@ fn run_child(
     .unwrap_or(1);
     // SAFETY: _exit ends the process at once; nothing of the host's state is touched.
     unsafe { libc::_exit(code) }
+}
+
+/// Makes `log` the child's standard error ([`LogRelay`]).
+fn log_to(log: OwnedFd) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: dup2 onto the process's own standard error from a descriptor it owns; the
+    // original is closed when `log` drops.
+    unsafe { libc::dup2(log.as_raw_fd(), 2) };
+}
+
+/// Closes the child's standard error and output (the latter is standard error too where there
+/// is no sandbox) before the reply, so that memplan's [`LogRelay`] is done once the reply is
+/// read. Nothing is logged after this.
+fn end_log() {
+    // SAFETY: closing the process's own standard descriptors; nothing uses them from here on.
+    unsafe {
+        libc::close(1);
+        libc::close(2);
+    }
 }
 
 /// The sandbox of the child where there is one (Linux on x86-64 and AArch64; see
