@@ -18,8 +18,8 @@
 //! ([`Populator`]) can fault those pages in while the planner runs, on the core the planner
 //! leaves idle; the planner then finds most pages it writes already there. Measured at
 //! 1,000,000 tensors (`memplan plan --isolate=always`, plan stage): greedy-bestfit 0.44 s
-//! before, 0.40-0.42 s with the helper; portfolio 0.57-0.60 s before, 0.49-0.51 s after giving
-//! back, 0.48 s with the helper too (in process: 0.35 and 0.40 s).
+//! before, 0.40 s with the helper; portfolio 0.57-0.60 s before, 0.49-0.51 s after giving
+//! back, 0.45 s with the helper too (in process: 0.35 and 0.40 s).
 //!
 //! The helper is started after the worker enters its sandbox, so that it runs under the same
 //! system-call filter as the planner, and is stopped and joined as soon as the planner
