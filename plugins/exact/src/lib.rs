@@ -17,6 +17,9 @@
 //!    - each in three candidate orders and with time running both ways (the search time is
 //!      very sensitive to the order), plus short restarts of tight searches in seeded
 //!      shuffled orders with Luby budgets, which cut the heavy tail of the search time;
+//!    - one restart in three searches a *merged* instance instead: buffers glued into blocks
+//!      where their sizes say they were cut from one piece ([`merge`]), in seeded variants;
+//!      a packing of the blocks is one of the buffers, but a failure proves nothing;
 //! 4. stops at the deadline (`--timeout`, or the `time_limit_s` option, default 10 s) or
 //!    on the host's cancellation, and returns the best packing found, with a note saying
 //!    whether its height is proven optimal and what bound remains otherwise.
@@ -35,10 +38,12 @@ use memplan_planner_kit::{plan_with_packer, Buffer, Packer, Packing, PlannerOpti
 use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanRequest, Planner};
 
 pub mod greedy;
+pub mod merge;
 pub mod portfolio;
 pub mod problem;
 pub mod search;
 
+use merge::MergedRestarts;
 use problem::{Component, Problem};
 use search::{Branching, Deadline, End, Order, Search};
 
@@ -53,6 +58,9 @@ const LARGE_COMPONENT: usize = 1 << 20;
 const RESTART_SHARE: u64 = 4;
 /// Nodes of the shortest restart.
 const RESTART_UNIT: u64 = 1024;
+/// One restart in this many searches the merged instance ([`merge`]), while it may hold a
+/// packing at the bound.
+const MERGED_EVERY: u64 = 3;
 
 /// The Luby sequence 1 1 2 1 1 2 4 1 1 2 ... (`index` from 1): restart lengths within a
 /// constant factor of the best fixed length, whatever the instance.
@@ -323,6 +331,8 @@ pub fn improve(
     struct Work<'a> {
         component: usize,
         searches: Vec<Search<'a>>,
+        /// Searches of the component's merged instances ([`merge`]).
+        merged: Option<MergedRestarts>,
     }
     // Time runs both ways in the search: the mirrored component is searched too.
     let mirrored: Vec<Component> = components.iter().map(Component::mirrored).collect();
@@ -346,9 +356,11 @@ pub fn improve(
                     );
                 }
             }
+            let merged = MergedRestarts::new(&components[index]);
             Work {
                 component: index,
                 searches,
+                merged,
             }
         })
         .collect();
@@ -404,35 +416,61 @@ pub fn improve(
                     break;
                 }
                 restarts += 1;
-                let component = if restarts % 2 == 0 {
-                    &components[index]
-                } else {
-                    &mirrored[index]
+                // Every third restart searches merged blocks instead ([`merge`]): a
+                // heuristic, so its exhaustion proves nothing about the buffers, only that
+                // this variant of the blocks is not worth more restarts.
+                let merged = match &mut job.merged {
+                    Some(merged) if restarts % MERGED_EVERY == 0 => merged.next(&components[index]),
+                    _ => None,
                 };
-                let branching = if restarts % 4 < 2 {
-                    Branching::Leftmost
-                } else {
-                    Branching::FewestChildren
+                let mut restart = match merged {
+                    Some((blocks, order, branching)) => Search::new(
+                        &blocks.component,
+                        order,
+                        done_at(lower_bound),
+                        done_at(lower_bound),
+                    )
+                    .with_branching(branching),
+                    None => Search::new(
+                        if restarts % 2 == 0 {
+                            &components[index]
+                        } else {
+                            &mirrored[index]
+                        },
+                        Order::Shuffled(restarts),
+                        done_at(lower_bound),
+                        done_at(lower_bound),
+                    )
+                    .with_branching(if restarts % 4 < 2 {
+                        Branching::Leftmost
+                    } else {
+                        Branching::FewestChildren
+                    }),
                 };
-                let mut restart = Search::new(
-                    component,
-                    Order::Shuffled(restarts),
-                    done_at(lower_bound),
-                    done_at(lower_bound),
-                )
-                .with_branching(branching);
                 let end = restart.run(RESTART_UNIT * luby(restarts), deadline);
                 spent += restart.nodes().max(1);
                 nodes += restart.nodes();
                 if let Some((found, packing)) = restart.best() {
                     if *found < heights[index] {
                         heights[index] = *found;
-                        offsets[index] = packing.clone();
+                        offsets[index] = match &merged {
+                            Some((blocks, ..)) => blocks.expand(packing),
+                            None => packing.clone(),
+                        };
                     }
                 }
+                let exhausted = end == End::Exhausted && restart.is_complete();
+                let cap = restart.cap();
+                let was_merged = merged.is_some();
+                drop(restart);
                 match end {
-                    End::Exhausted if restart.is_complete() => {
-                        let proven = (restart.cap() + 1).min(heights[index]);
+                    _ if exhausted && was_merged => {
+                        if let Some(merged) = &mut job.merged {
+                            merged.next_variant(&components[index]);
+                        }
+                    }
+                    _ if exhausted => {
+                        let proven = (cap + 1).min(heights[index]);
                         lower_bound = lower_bound.max(proven);
                     }
                     End::Stopped => stopped = true,

@@ -1,0 +1,564 @@
+//! Merged instances: buffers glued into rectangular blocks where the sizes say they belong
+//! together, for restarts that look for a packing at the lower bound with far fewer items.
+//!
+//! Blocks are glued in two ways:
+//! - *joined*: two blocks as high as each other, one starting in the column after the other
+//!   ends, side by side at one offset (a block living over both lifetimes);
+//! - *matched stacks*: up to [`STACK_LIMIT`] blocks over one span stacked, up to as many over
+//!   the span right after it stacked, when the two stacks are exactly as high, then joined.
+//!
+//! Gluing repeats on the blocks until no pair is left. A block covers exactly the (column,
+//! unit) cells of its buffers, so the peak of live units in every column, hence the lower
+//! bound, is unchanged, and any packing of the blocks is a packing of the buffers as high.
+//!
+//! Why the sizes are evidence: where buffers fill every column to the bound (a *perfect*
+//! packing, such as an arena cut into pieces), a piece cut in time leaves two pieces of one
+//! size side by side, and a piece cut in bytes leaves a stack over one span; cut again, their
+//! parts still add up to heights that match across the cut. Sizes are arbitrary numbers, so
+//! sums that match across adjacent spans rarely do so by chance, and gluing them takes the
+//! instance back towards the whole. On generated cuts of 1 MiB x 50 steps the search on the
+//! blocks (about half as many items) finds the packing at the bound in most restarts of
+//! 20,000 nodes, where the search on the buffers needs millions of nodes or more than 10 s.
+//! The converse does not hold: blocks that no packing at the bound keeps together make the
+//! merged instance fail, so the search on a merged instance proves nothing about the buffers.
+
+use std::collections::HashMap;
+
+use memplan_planner_kit::XorShift64Star;
+
+use crate::problem::{Component, Item};
+use crate::search::{Branching, Order};
+
+/// Most blocks stacked on either side of a matched pair.
+pub const STACK_LIMIT: usize = 3;
+/// Same-span groups larger than this are not searched for matching stacks (their subsets
+/// grow as the cube, and chance matches with them).
+pub const GROUP_LIMIT: usize = 24;
+/// Components with more items are not merged (restarts do not run on large components).
+pub const MERGE_MAX_ITEMS: usize = 20_000;
+/// In a seeded variant, one glue in this many is left out.
+const VARIANT_SKIP: u64 = 4;
+
+/// A component whose items are blocks of the original's, and where each original item lies.
+pub struct Merged {
+    pub component: Component,
+    /// Per item of the original component: its block and its offset in the block (units).
+    place: Vec<(usize, u64)>,
+}
+
+/// A block being built: its span, height and members (original item, offset in the block).
+struct Block {
+    start: usize,
+    end: usize,
+    size: u64,
+    members: Vec<(usize, u64)>,
+}
+
+impl Merged {
+    /// Glues `component`'s items into blocks (see the module docs); None when nothing was
+    /// glued or the component is too large. Items with a fixed offset or an alignment above
+    /// one unit stay alone. Deterministic.
+    pub fn new(component: &Component) -> Option<Merged> {
+        Self::variant(component, 0)
+    }
+
+    /// Variant `seed` of the blocks: 0 is [`Merged::new`]'s; any other seed leaves out one
+    /// glue in [`VARIANT_SKIP`] and picks among rival glues at random. A chance match of
+    /// sizes can glue buffers that no packing at the bound keeps together; other variants
+    /// mostly do without it.
+    pub fn variant(component: &Component, seed: u64) -> Option<Merged> {
+        let mut random = (seed != 0).then(|| XorShift64Star::new(seed));
+        if component.items.len() > MERGE_MAX_ITEMS {
+            return None;
+        }
+        let mut blocks: Vec<Option<Block>> = component
+            .items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| {
+                (item.fixed.is_none() && item.align == 1).then(|| Block {
+                    start: item.start,
+                    end: item.end,
+                    size: item.size,
+                    members: vec![(index, 0)],
+                })
+            })
+            .collect();
+        let mut glued = 0;
+        loop {
+            let before = glued;
+            glued += glue_joined(&mut blocks, random.as_mut());
+            glued += glue_matching_stacks(&mut blocks, random.as_mut());
+            if glued == before {
+                break;
+            }
+        }
+        if glued == 0 {
+            return None;
+        }
+        let mut place = vec![(0, 0); component.items.len()];
+        let mut items = Vec::new();
+        // Items left alone (fixed or aligned) first, as they were.
+        for (index, item) in component.items.iter().enumerate() {
+            if item.fixed.is_some() || item.align > 1 {
+                place[index] = (items.len(), 0);
+                items.push(Item {
+                    buffer: items.len(),
+                    ..item.clone()
+                });
+            }
+        }
+        for block in blocks.into_iter().flatten() {
+            for &(member, offset) in &block.members {
+                place[member] = (items.len(), offset);
+            }
+            items.push(Item {
+                buffer: items.len(),
+                start: block.start,
+                end: block.end,
+                size: block.size,
+                align: 1,
+                fixed: None,
+            });
+        }
+        Some(Merged {
+            component: Component {
+                items,
+                columns: component.columns,
+                lower_bound: component.lower_bound,
+            },
+            place,
+        })
+    }
+
+    /// The same blocks with time running backwards (as [`Component::mirrored`]; the blocks
+    /// of the mirrored component are these, mirrored).
+    pub fn mirrored(&self) -> Merged {
+        Merged {
+            component: self.component.mirrored(),
+            place: self.place.clone(),
+        }
+    }
+
+    /// Offsets of the original items from offsets of the blocks.
+    pub fn expand(&self, block_offsets: &[u64]) -> Vec<u64> {
+        self.place
+            .iter()
+            .map(|&(block, offset)| block_offsets[block] + offset)
+            .collect()
+    }
+}
+
+/// Searches of merged instances for restarts to run, in turn: each variant (from 0) in every
+/// fixed order, both directions and both branchings, then the next variant. On generated
+/// cuts a right variant is packed at the bound in about one node per block in some fixed
+/// order (lifetime first, mostly), where shuffled orders fail; a wrong variant fails in
+/// every order, so the next variant is due after one pass.
+pub struct MergedRestarts {
+    /// The variant being tried, forwards and mirrored.
+    current: Option<[Merged; 2]>,
+    variant: u64,
+    /// Attempts made on the current variant.
+    attempt: usize,
+}
+
+/// (order, mirrored, branching) of each attempt on one variant.
+const ATTEMPTS: usize = Order::ALL.len() * 4;
+/// Seeds tried in a row for a variant that glues anything before the merged instance is
+/// given up (a variant leaves out only one glue in [`VARIANT_SKIP`], so this is rare).
+const SEEDS_IN_A_ROW: u64 = 16;
+
+impl MergedRestarts {
+    /// None when `component` has nothing to glue (or is too large).
+    pub fn new(component: &Component) -> Option<MergedRestarts> {
+        let merged = Merged::new(component)?;
+        Some(MergedRestarts {
+            current: Some(Self::both_ways(merged)),
+            variant: 0,
+            attempt: 0,
+        })
+    }
+
+    fn both_ways(merged: Merged) -> [Merged; 2] {
+        let mirrored = merged.mirrored();
+        [merged, mirrored]
+    }
+
+    /// The next search to run: blocks, order and branching; None once every variant was
+    /// tried.
+    pub fn next(&mut self, component: &Component) -> Option<(&Merged, Order, Branching)> {
+        if self.attempt == ATTEMPTS {
+            self.next_variant(component);
+        }
+        let attempt = self.attempt;
+        self.attempt += 1;
+        let [forwards, mirrored] = self.current.as_ref()?;
+        let blocks = if attempt % 2 == 0 { forwards } else { mirrored };
+        let branching = if attempt / 2 % 2 == 0 {
+            Branching::Leftmost
+        } else {
+            Branching::FewestChildren
+        };
+        // Lifetime first: the order that most often packs a right variant at once.
+        let order = Order::ALL[Order::ALL.len() - 1 - attempt / 4];
+        Some((blocks, order, branching))
+    }
+
+    /// Moves on to the next variant (the current one cannot be packed at the bound).
+    pub fn next_variant(&mut self, component: &Component) {
+        self.attempt = 0;
+        self.current = None;
+        for _ in 0..SEEDS_IN_A_ROW {
+            if self.current.is_some() {
+                break;
+            }
+            self.variant += 1;
+            self.current = Merged::variant(component, self.variant).map(Self::both_ways);
+        }
+    }
+}
+
+/// The live blocks by span, spans in order.
+fn blocks_by_span(blocks: &[Option<Block>]) -> Vec<((usize, usize), Vec<usize>)> {
+    let mut by_span: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
+    for (index, block) in blocks.iter().enumerate() {
+        if let Some(block) = block {
+            by_span
+                .entry((block.start, block.end))
+                .or_default()
+                .push(index);
+        }
+    }
+    let mut spans: Vec<_> = by_span.into_iter().collect();
+    spans.sort_unstable_by_key(|(span, _)| *span);
+    spans
+}
+
+/// True when a variant leaves this glue out.
+fn skipped(random: &mut Option<&mut XorShift64Star>) -> bool {
+    random
+        .as_mut()
+        .is_some_and(|random| random.below(VARIANT_SKIP) == 0)
+}
+
+/// The rival a glue takes among `count`: the first, or one at random in a variant.
+fn pick(random: &mut Option<&mut XorShift64Star>, count: usize) -> usize {
+    random
+        .as_mut()
+        .map_or(0, |random| random.below(count as u64) as usize)
+}
+
+/// Joins blocks of one height where one starts in the column after the other ends, each
+/// block at most once per call, rivals taken in index order (at random in a variant).
+/// Returns the pairs joined.
+fn glue_joined(blocks: &mut [Option<Block>], mut random: Option<&mut XorShift64Star>) -> usize {
+    let mut by_start: HashMap<(u64, usize), Vec<usize>> = HashMap::new();
+    for (index, block) in blocks.iter().enumerate() {
+        if let Some(block) = block {
+            by_start
+                .entry((block.size, block.start))
+                .or_default()
+                .push(index);
+        }
+    }
+    let mut used = vec![false; blocks.len()];
+    let mut glued = 0;
+    for left in 0..blocks.len() {
+        let Some(block) = &blocks[left] else { continue };
+        if used[left] {
+            continue;
+        }
+        let rivals: Vec<usize> = by_start
+            .get(&(block.size, block.end + 1))
+            .map(|rivals| {
+                rivals
+                    .iter()
+                    .copied()
+                    .filter(|&right| !used[right])
+                    .collect()
+            })
+            .unwrap_or_default();
+        if rivals.is_empty() || skipped(&mut random) {
+            continue;
+        }
+        let right = rivals[pick(&mut random, rivals.len())];
+        used[left] = true;
+        used[right] = true;
+        join(blocks, left, right);
+        glued += 1;
+    }
+    glued
+}
+
+/// Glues matched stacks (see the module docs) between adjacent spans, each block at most once
+/// per call, the match of fewest blocks for each pair of spans (in a variant, one of those at
+/// random). Returns the blocks glued away.
+fn glue_matching_stacks(
+    blocks: &mut [Option<Block>],
+    mut random: Option<&mut XorShift64Star>,
+) -> usize {
+    let spans = blocks_by_span(blocks);
+    let mut used = vec![false; blocks.len()];
+    let mut glued = 0;
+    for (left_span, left) in &spans {
+        if left.len() > GROUP_LIMIT {
+            continue;
+        }
+        let first_right = spans.partition_point(|(span, _)| span.0 <= left_span.1);
+        for (_, right) in spans[first_right..]
+            .iter()
+            .take_while(|(span, _)| span.0 == left_span.1 + 1)
+        {
+            if right.len() > GROUP_LIMIT {
+                continue;
+            }
+            let sizes = |group: &[usize]| -> Vec<(usize, u64)> {
+                group
+                    .iter()
+                    .filter(|&&index| !used[index])
+                    .map(|&index| (index, blocks[index].as_ref().map_or(0, |block| block.size)))
+                    .collect()
+            };
+            let left_sums: HashMap<u64, Vec<usize>> =
+                subset_sums(&sizes(left)).into_iter().rev().collect();
+            // The matches of fewest blocks.
+            let mut best: Vec<(Vec<usize>, Vec<usize>)> = Vec::new();
+            for (sum, right_members) in subset_sums(&sizes(right)) {
+                let Some(left_members) = left_sums.get(&sum) else {
+                    continue;
+                };
+                let count = left_members.len() + right_members.len();
+                let fewest = best.first().map_or(usize::MAX, |(l, r)| l.len() + r.len());
+                // One and one is a plain join, left to `glue_joined`.
+                if count > 2 && count <= fewest {
+                    if count < fewest {
+                        best.clear();
+                    }
+                    best.push((left_members.clone(), right_members));
+                }
+            }
+            if best.is_empty() || skipped(&mut random) {
+                continue;
+            }
+            let chosen = pick(&mut random, best.len());
+            let best = Some(best.swap_remove(chosen));
+            if let Some((left_members, right_members)) = best {
+                for &member in left_members.iter().chain(&right_members) {
+                    used[member] = true;
+                }
+                let left_block = stack(blocks, &left_members);
+                let right_block = stack(blocks, &right_members);
+                join(blocks, left_block, right_block);
+                glued += left_members.len() + right_members.len() - 1;
+            }
+        }
+    }
+    glued
+}
+
+/// Every sum of one to [`STACK_LIMIT`] of the `(block, size)` pairs, with its blocks; fewer
+/// blocks before more.
+fn subset_sums(group: &[(usize, u64)]) -> Vec<(u64, Vec<usize>)> {
+    let mut sums: Vec<(u64, Vec<usize>)> = group
+        .iter()
+        .map(|&(index, size)| (size, vec![index]))
+        .collect();
+    let mut last = sums.clone();
+    for _ in 1..STACK_LIMIT {
+        let mut next = Vec::new();
+        for (sum, members) in &last {
+            let after = group
+                .iter()
+                .position(|&(index, _)| index == *members.last().expect("not empty"))
+                .expect("a member of the group");
+            for &(index, size) in &group[after + 1..] {
+                let mut grown = members.clone();
+                grown.push(index);
+                next.push((sum + size, grown));
+            }
+        }
+        sums.extend(next.iter().cloned());
+        last = next;
+    }
+    sums
+}
+
+/// Stacks `members` into the first of them (each on the one before) and returns its index.
+fn stack(blocks: &mut [Option<Block>], members: &[usize]) -> usize {
+    let first = members[0];
+    for &other in &members[1..] {
+        let top = blocks[other].take().expect("a live member");
+        let bottom = blocks[first].as_mut().expect("a live member");
+        let lift = bottom.size;
+        bottom.size += top.size;
+        bottom.members.extend(
+            top.members
+                .into_iter()
+                .map(|(item, offset)| (item, offset + lift)),
+        );
+    }
+    first
+}
+
+/// Joins block `right` (starting after `left` ends, as high) to `left`.
+fn join(blocks: &mut [Option<Block>], left: usize, right: usize) {
+    let right = blocks[right].take().expect("a live block");
+    let left = blocks[left].as_mut().expect("a live block");
+    left.end = right.end;
+    left.members.extend(right.members);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problem::Problem;
+    use memplan_planner_kit::testing::{buffer, rectangle_cut};
+
+    fn valid(component: &Component, offsets: &[u64], cap: u64) -> bool {
+        let items = &component.items;
+        items.iter().zip(offsets).all(|(item, &offset)| {
+            offset + item.size <= cap && item.fixed.is_none_or(|fixed| fixed == offset)
+        }) && (0..items.len()).all(|a| {
+            (a + 1..items.len()).all(|b| {
+                !items[a].overlaps(&items[b])
+                    || offsets[a] + items[a].size <= offsets[b]
+                    || offsets[b] + items[b].size <= offsets[a]
+            })
+        })
+    }
+
+    fn area(component: &Component) -> u64 {
+        component
+            .items
+            .iter()
+            .map(|item| item.size * (item.end - item.start + 1) as u64)
+            .sum()
+    }
+
+    #[test]
+    fn blocks_cover_the_same_cells_and_expand_to_a_valid_packing() {
+        for (seed, variant) in (1..10).zip([0, 0, 0, 1, 2, 3, 5, 8, 13]) {
+            let problem = Problem::new(&rectangle_cut(1 << 20, 50, 200, seed));
+            let component = &problem.components[0];
+            let merged = Merged::variant(component, variant).expect("a cut has pieces to glue");
+            assert!(merged.component.items.len() < component.items.len());
+            assert_eq!(area(&merged.component), area(component));
+            assert_eq!(merged.component.lower_bound, component.lower_bound);
+            // Blocks one above the other are a valid packing of the blocks; expanded, of the
+            // buffers.
+            for blocks in [&merged, &merged.mirrored()] {
+                let mut offsets = Vec::new();
+                let mut top = 0;
+                for item in &blocks.component.items {
+                    offsets.push(top);
+                    top += item.size;
+                }
+                assert!(valid(component, &blocks.expand(&offsets), top));
+            }
+        }
+    }
+
+    #[test]
+    fn joined_pieces_and_matched_stacks_are_glued_and_the_rest_kept() {
+        let mut buffers = vec![
+            buffer(4, 0, 1), // with the next, a stack as high as the third: matched
+            buffer(2, 0, 1),
+            buffer(6, 2, 3),
+            buffer(3, 4, 5), // joined with the next
+            buffer(3, 6, 7),
+            buffer(5, 1, 6), // alone
+            buffer(1, 0, 7), // aligned: alone
+        ];
+        buffers[6].alignment = 2;
+        let problem = Problem::new(&buffers);
+        let component = &problem.components[0];
+        // Column boundaries at steps 0, 1, 2, 4, 6, 7, 8: six columns.
+        assert_eq!(component.columns, 6);
+        let merged = Merged::new(component).unwrap();
+        let mut shapes: Vec<(usize, usize, u64, u64)> = merged
+            .component
+            .items
+            .iter()
+            .map(|item| (item.start, item.end, item.size, item.align))
+            .collect();
+        shapes.sort_unstable();
+        assert_eq!(
+            shapes,
+            [(0, 2, 6, 1), (0, 5, 1, 2), (1, 4, 5, 1), (3, 5, 3, 1)]
+        );
+        let offsets: Vec<u64> = (0..4).map(|block| 100 * block as u64).collect();
+        let expanded = merged.expand(&offsets);
+        let at = |size: u64| -> Vec<u64> {
+            let mut found: Vec<u64> = component
+                .items
+                .iter()
+                .zip(&expanded)
+                .filter(|(item, _)| item.size == size)
+                .map(|(_, &offset)| offset)
+                .collect();
+            found.sort_unstable();
+            found
+        };
+        // The stack: 4 and 2 one on the other, 6 beside them from the same offset.
+        let (four, two, six) = (at(4)[0], at(2)[0], at(6)[0]);
+        assert!(four + 4 == two || two + 2 == four, "{four} {two}");
+        assert_eq!(six, four.min(two));
+        // The joined pair: side by side at one offset.
+        let threes = at(3);
+        assert_eq!(threes.len(), 2);
+        assert_eq!(threes[0], threes[1]);
+    }
+
+    #[test]
+    fn restarts_try_each_variant_in_every_order_then_another_variant() {
+        let problem = Problem::new(&rectangle_cut(1 << 20, 50, 200, 12));
+        let component = &problem.components[0];
+        let mut restarts = MergedRestarts::new(component).unwrap();
+        let shape = |merged: &Merged| -> Vec<(usize, usize, u64)> {
+            let mut shape: Vec<_> = merged
+                .component
+                .items
+                .iter()
+                .map(|item| (item.start, item.end, item.size))
+                .collect();
+            shape.sort_unstable();
+            shape
+        };
+        let first = shape(&Merged::new(component).unwrap());
+        let mut tried = Vec::new();
+        for _ in 0..ATTEMPTS {
+            let (blocks, order, branching) = restarts.next(component).unwrap();
+            assert_eq!(blocks.component.items.len(), first.len());
+            tried.push((blocks.component.items[0].start, order, branching));
+        }
+        tried.sort_unstable_by_key(|attempt| format!("{attempt:?}"));
+        tried.dedup();
+        assert_eq!(tried.len(), ATTEMPTS, "every attempt differs");
+        // Variants differ from the first blocks, and exhaustion moves on at once.
+        let (blocks, ..) = restarts.next(component).unwrap();
+        let second = shape(blocks);
+        assert_ne!(second, first);
+        restarts.next_variant(component);
+        let (blocks, ..) = restarts.next(component).unwrap();
+        assert_ne!(shape(blocks), second);
+    }
+
+    #[test]
+    fn sums_of_one_to_three_blocks() {
+        let sums = subset_sums(&[(7, 1), (8, 2), (9, 4), (10, 8)]);
+        assert_eq!(sums.len(), 4 + 6 + 4);
+        assert_eq!(sums[0], (1, vec![7]));
+        assert!(sums.contains(&(14, vec![8, 9, 10])));
+        assert!(sums.contains(&(9, vec![7, 10])));
+        // Fewer blocks first.
+        assert!(sums
+            .windows(2)
+            .all(|pair| pair[0].1.len() <= pair[1].1.len()));
+    }
+
+    #[test]
+    fn nothing_to_glue_gives_none() {
+        let problem = Problem::new(&[buffer(4, 0, 1), buffer(2, 1, 2)]);
+        assert!(Merged::new(&problem.components[0]).is_none());
+    }
+}
