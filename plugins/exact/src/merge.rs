@@ -14,13 +14,20 @@
 //! Why the sizes are evidence: where buffers fill every column to the bound (a *perfect*
 //! packing, such as an arena cut into pieces), a piece cut in time leaves two pieces of one
 //! size side by side, and a piece cut in bytes leaves a stack over one span; cut again, their
-//! parts still add up to heights that match across the cut. Sizes are arbitrary numbers, so
-//! sums that match across adjacent spans rarely do so by chance, and gluing them takes the
-//! instance back towards the whole. On generated cuts of 1 MiB x 50 steps the search on the
-//! blocks (about half as many items) finds the packing at the bound in most restarts of
-//! 20,000 nodes, where the search on the buffers needs millions of nodes or more than 10 s.
-//! The converse does not hold: blocks that no packing at the bound keeps together make the
-//! merged instance fail, so the search on a merged instance proves nothing about the buffers.
+//! parts still add up to heights that match across the cut. Sizes that match by chance glue
+//! buffers that no packing at the bound keeps together, and then the merged instance has no
+//! packing at the bound. So each glue is weighed by the odds of a chance match ([`chance`]:
+//! candidate pairs over the size; small pieces in crowded columns match by chance, large
+//! ones rarely), the likeliest glues go first (they thin the crowd for the rest), and glues
+//! above a limit are left out. Seeded *variants* draw another limit and leave out a few more
+//! glues at random; restarts go through them ([`MergedRestarts`]).
+//!
+//! Measured on generated cuts of 1 MiB x 50 steps, seeds 1-32, 10 s each: with 200 pieces
+//! all 32 packed at the bound (slowest 0.3 s); with 300 pieces 29 of 32, where the search on
+//! the buffers alone leaves most of them above the bound. A merged instance whose blocks are
+//! all right can still be too hard (seed 27, 300 pieces: 170 blocks, no packing in 16 million
+//! nodes). The converse does not hold: the search on a merged instance proves nothing about
+//! the buffers.
 
 use std::collections::HashMap;
 
@@ -37,7 +44,14 @@ pub const GROUP_LIMIT: usize = 24;
 /// Components with more items are not merged (restarts do not run on large components).
 pub const MERGE_MAX_ITEMS: usize = 20_000;
 /// In a seeded variant, one glue in this many is left out.
-const VARIANT_SKIP: u64 = 4;
+const VARIANT_SKIP: u64 = 8;
+/// Glues whose sizes would match this many times by chance (see [`chance`]) or more are
+/// left out of the first blocks; variants take a limit up to [`VARIANT_SPREAD`] times
+/// smaller or larger.
+const MAX_CHANCE: f64 = 3.0;
+const VARIANT_SPREAD: f64 = 16.0;
+/// Gluing raises its limit on the odds of a chance match in this many steps, by 4 each.
+const CHANCE_STEPS: i32 = 4;
 
 /// A component whose items are blocks of the original's, and where each original item lies.
 pub struct Merged {
@@ -67,9 +81,17 @@ impl Merged {
     /// sizes can glue buffers that no packing at the bound keeps together; other variants
     /// mostly do without it.
     pub fn variant(component: &Component, seed: u64) -> Option<Merged> {
-        let mut random = (seed != 0).then(|| XorShift64Star::new(seed));
         if component.items.len() > MERGE_MAX_ITEMS {
             return None;
+        }
+        let mut gluing = Gluing {
+            random: (seed != 0).then(|| XorShift64Star::new(seed)),
+            max_chance: MAX_CHANCE,
+        };
+        if let Some(random) = &mut gluing.random {
+            // Log-uniform in [MAX_CHANCE / SPREAD, MAX_CHANCE * SPREAD].
+            let uniform = random.below(1 << 20) as f64 / f64::from(1 << 20);
+            gluing.max_chance *= VARIANT_SPREAD.powf(2.0 * uniform - 1.0);
         }
         let mut blocks: Vec<Option<Block>> = component
             .items
@@ -84,13 +106,19 @@ impl Merged {
                 })
             })
             .collect();
+        // The likeliest glues first: each glue leaves fewer candidates in its columns, so
+        // the odds of a chance match fall for the glues after it.
         let mut glued = 0;
-        loop {
-            let before = glued;
-            glued += glue_joined(&mut blocks, random.as_mut());
-            glued += glue_matching_stacks(&mut blocks, random.as_mut());
-            if glued == before {
-                break;
+        let max_chance = gluing.max_chance;
+        for step in (0..CHANCE_STEPS).rev() {
+            gluing.max_chance = max_chance / 4f64.powi(step);
+            loop {
+                let before = glued;
+                glued += glue_joined(&mut blocks, &mut gluing);
+                glued += glue_matching_stacks(&mut blocks, &mut gluing);
+                if glued == before {
+                    break;
+                }
             }
         }
         if glued == 0 {
@@ -234,31 +262,60 @@ fn blocks_by_span(blocks: &[Option<Block>]) -> Vec<((usize, usize), Vec<usize>)>
     spans
 }
 
-/// True when a variant leaves this glue out.
-fn skipped(random: &mut Option<&mut XorShift64Star>) -> bool {
-    random
-        .as_mut()
-        .is_some_and(|random| random.below(VARIANT_SKIP) == 0)
+/// How glues are chosen: deterministic for the first blocks, seeded for variants.
+struct Gluing {
+    random: Option<XorShift64Star>,
+    /// Glues more likely than this to be a chance match are left out.
+    max_chance: f64,
 }
 
-/// The rival a glue takes among `count`: the first, or one at random in a variant.
-fn pick(random: &mut Option<&mut XorShift64Star>, count: usize) -> usize {
-    random
-        .as_mut()
-        .map_or(0, |random| random.below(count as u64) as usize)
+impl Gluing {
+    /// True when this glue is left out: too likely a chance match, or by the variant's dice.
+    fn skips(&mut self, chance: f64) -> bool {
+        chance >= self.max_chance
+            || self
+                .random
+                .as_mut()
+                .is_some_and(|random| random.below(VARIANT_SKIP) == 0)
+    }
+
+    /// The rival a glue takes among `count`: the first, or one at random in a variant.
+    fn pick(&mut self, count: usize) -> usize {
+        self.random
+            .as_mut()
+            .map_or(0, |random| random.below(count as u64) as usize)
+    }
+}
+
+/// About how many times sizes would match by chance, for `pairs` pairs of candidates whose
+/// sizes match at `size`: sizes below `size` are about as common as each other, so two
+/// given ones are equal with odds about 1 in `size`. Small pieces in crowded columns match
+/// by chance; large ones rarely do.
+fn chance(pairs: f64, size: u64) -> f64 {
+    pairs / size as f64
+}
+
+/// Subsets of `k` out of `n`.
+fn subsets(n: usize, k: usize) -> f64 {
+    (0..k).map(|i| (n - i) as f64 / (i + 1) as f64).product()
 }
 
 /// Joins blocks of one height where one starts in the column after the other ends, each
 /// block at most once per call, rivals taken in index order (at random in a variant).
 /// Returns the pairs joined.
-fn glue_joined(blocks: &mut [Option<Block>], mut random: Option<&mut XorShift64Star>) -> usize {
+fn glue_joined(blocks: &mut [Option<Block>], gluing: &mut Gluing) -> usize {
     let mut by_start: HashMap<(u64, usize), Vec<usize>> = HashMap::new();
+    // Blocks starting and ending in each column: the candidates for a chance match.
+    let mut starting: HashMap<usize, usize> = HashMap::new();
+    let mut ending: HashMap<usize, usize> = HashMap::new();
     for (index, block) in blocks.iter().enumerate() {
         if let Some(block) = block {
             by_start
                 .entry((block.size, block.start))
                 .or_default()
                 .push(index);
+            *starting.entry(block.start).or_default() += 1;
+            *ending.entry(block.end).or_default() += 1;
         }
     }
     let mut used = vec![false; blocks.len()];
@@ -278,10 +335,14 @@ fn glue_joined(blocks: &mut [Option<Block>], mut random: Option<&mut XorShift64S
                     .collect()
             })
             .unwrap_or_default();
-        if rivals.is_empty() || skipped(&mut random) {
+        if rivals.is_empty() {
             continue;
         }
-        let right = rivals[pick(&mut random, rivals.len())];
+        let pairs = ending[&block.end] * starting[&(block.end + 1)];
+        if gluing.skips(chance(pairs as f64, block.size)) {
+            continue;
+        }
+        let right = rivals[gluing.pick(rivals.len())];
         used[left] = true;
         used[right] = true;
         join(blocks, left, right);
@@ -293,10 +354,7 @@ fn glue_joined(blocks: &mut [Option<Block>], mut random: Option<&mut XorShift64S
 /// Glues matched stacks (see the module docs) between adjacent spans, each block at most once
 /// per call, the match of fewest blocks for each pair of spans (in a variant, one of those at
 /// random). Returns the blocks glued away.
-fn glue_matching_stacks(
-    blocks: &mut [Option<Block>],
-    mut random: Option<&mut XorShift64Star>,
-) -> usize {
+fn glue_matching_stacks(blocks: &mut [Option<Block>], gluing: &mut Gluing) -> usize {
     let spans = blocks_by_span(blocks);
     let mut used = vec![false; blocks.len()];
     let mut glued = 0;
@@ -337,11 +395,20 @@ fn glue_matching_stacks(
                     best.push((left_members.clone(), right_members));
                 }
             }
-            if best.is_empty() || skipped(&mut random) {
+            if best.is_empty() {
                 continue;
             }
-            let chosen = pick(&mut random, best.len());
-            let best = Some(best.swap_remove(chosen));
+            let (left_members, right_members) = best.swap_remove(gluing.pick(best.len()));
+            let sum: u64 = right_members
+                .iter()
+                .map(|&index| blocks[index].as_ref().map_or(0, |block| block.size))
+                .sum();
+            let pairs = subsets(sizes(left).len(), left_members.len())
+                * subsets(sizes(right).len(), right_members.len());
+            if gluing.skips(chance(pairs, sum)) {
+                continue;
+            }
+            let best = Some((left_members, right_members));
             if let Some((left_members, right_members)) = best {
                 for &member in left_members.iter().chain(&right_members) {
                     used[member] = true;
