@@ -17,6 +17,9 @@
 //!    - each in three candidate orders and with time running both ways (the search time is
 //!      very sensitive to the order), plus short restarts of tight searches in seeded
 //!      shuffled orders with Luby budgets, which cut the heavy tail of the search time;
+//!    - *bisection* searches capped between the bound and the best height found, moved
+//!      up after a round without a packing and down after one: on instances where the
+//!      bound is far below the optimum (MiniMalloc's J) they get lower than descents do;
 //!    - one restart in three searches a *merged* instance instead: buffers glued into blocks
 //!      where their sizes say they were cut from one piece ([`merge`]), in seeded variants;
 //!      a packing of the blocks is one of the buffers, but a failure proves nothing;
@@ -61,6 +64,10 @@ const RESTART_UNIT: u64 = 1024;
 /// One restart in this many searches the merged instance ([`merge`]), while it may hold a
 /// packing at the bound.
 const MERGED_EVERY: u64 = 3;
+/// The bisection cap comes at most this close to the best height: the gap over 2^shift.
+const BISECTION_SHIFT_MAX: u32 = 10;
+/// Bisection searches per component and round, each with the round's node budget.
+const BISECTIONS_PER_ROUND: usize = 4;
 
 /// The Luby sequence 1 1 2 1 1 2 4 1 1 2 ... (`index` from 1): restart lengths within a
 /// constant factor of the best fixed length, whatever the instance.
@@ -333,6 +340,10 @@ pub fn improve(
         searches: Vec<Search<'a>>,
         /// Searches of the component's merged instances ([`merge`]).
         merged: Option<MergedRestarts>,
+        /// Bisection searches started, and the next one's cap below the best height: the
+        /// gap to the bound shifted right by this.
+        bisections: u64,
+        bisection_shift: u32,
     }
     // Time runs both ways in the search: the mirrored component is searched too.
     let mirrored: Vec<Component> = components.iter().map(Component::mirrored).collect();
@@ -361,6 +372,8 @@ pub fn improve(
                 component: index,
                 searches,
                 merged,
+                bisections: 0,
+                bisection_shift: 1,
             }
         })
         .collect();
@@ -378,12 +391,7 @@ pub fn improve(
                 search.lower_cap(heights[index] - 1);
                 search.set_stop_at(done_at(lower_bound));
                 let end = search.run(budget, deadline);
-                if let Some((found, packing)) = search.best() {
-                    if *found < heights[index] {
-                        heights[index] = *found;
-                        offsets[index] = packing.clone();
-                    }
-                }
+                adopt(search, &mut heights[index], &mut offsets[index]);
                 match end {
                     End::Stopped => {
                         stopped = true;
@@ -396,6 +404,44 @@ pub fn improve(
                         lower_bound = lower_bound.max(proven);
                     }
                     _ => {}
+                }
+            }
+            // Bisection: searches capped between the bound and the best height. The cap
+            // prunes as hard as a tight search's, so such a search finds a packing below it
+            // (or proves there is none) far sooner than a descent gets there from above.
+            // The cap starts halfway; an attempt without a packing moves it halfway closer
+            // to the best height (easier), one with a packing moves it back down.
+            for _ in 0..BISECTIONS_PER_ROUND {
+                let floor = done_at(lower_bound);
+                if stopped || heights[index] <= floor + 1 {
+                    break;
+                }
+                let gap = heights[index] - floor;
+                let cap = heights[index] - (gap >> job.bisection_shift).max(1);
+                job.bisections += 1;
+                let component = if job.bisections % 2 == 0 {
+                    &components[index]
+                } else {
+                    &mirrored[index]
+                };
+                let order = Order::ALL[(job.bisections / 2) as usize % Order::ALL.len()];
+                let mut search = Search::new(component, order, cap, floor);
+                let before = heights[index];
+                let end = search.run(budget, deadline);
+                nodes += search.nodes();
+                adopt(&search, &mut heights[index], &mut offsets[index]);
+                match end {
+                    End::Stopped => stopped = true,
+                    End::Exhausted if search.is_complete() => {
+                        let proven = (search.cap() + 1).min(heights[index]);
+                        lower_bound = lower_bound.max(proven);
+                    }
+                    _ => {}
+                }
+                if heights[index] < before {
+                    job.bisection_shift = job.bisection_shift.saturating_sub(1).max(1);
+                } else if end == End::Budget {
+                    job.bisection_shift = (job.bisection_shift + 1).min(BISECTION_SHIFT_MAX);
                 }
             }
             // Restarts: fresh tight searches in seeded shuffled orders, both branchings and
@@ -499,6 +545,16 @@ pub fn improve(
         height: heights.iter().copied().max().unwrap_or(0),
         lower_bound,
         nodes,
+    }
+}
+
+/// Takes the search's best packing for the component if it is lower than `height`.
+fn adopt(search: &Search<'_>, height: &mut u64, offsets: &mut Vec<u64>) {
+    if let Some((found, packing)) = search.best() {
+        if *found < *height {
+            *height = *found;
+            offsets.clone_from(packing);
+        }
     }
 }
 
