@@ -68,6 +68,9 @@ const NONE: u64 = u64::MAX;
 const NO_JUMP: usize = usize::MAX;
 /// How many nodes between two polls of the clock and the host's cancellation.
 const POLL_INTERVAL: u64 = 1024;
+/// The column check sums the units of items with one release; it looks this far back for
+/// the release (equal releases that it misses only make the sort longer).
+const DISTINCT_RELEASES_SEEN: usize = 8;
 
 /// The order candidates are tried in, largest first. The search is complete in any order
 /// but its speed is very sensitive to it, so several orders are run side by side.
@@ -617,25 +620,22 @@ impl<'a> Search<'a> {
         }
         let epoch = self.epoch;
         self.raised.clear();
-        for column in first..=last {
-            for position in 0..self.live_items[column].len() {
-                let item = self.live_items[column][position] as usize;
-                if self.offset[item] != UNPLACED
-                    || self.release[item] >= floor
-                    || self.item_stamp[item] == epoch
-                {
-                    continue;
-                }
-                self.item_stamp[item] = epoch;
-                self.trail.push(Change::Release {
-                    item: item as u32,
-                    old: self.release[item],
-                });
-                self.release[item] = floor;
-                self.raised.push(item as u32);
+        // The items live in `first..=last`: those live in `first`, and those starting after
+        // it (an item live further right that started before `first` is live in `first`).
+        for position in 0..self.live_items[first].len() {
+            let item = self.live_items[first][position];
+            self.raise(item as usize, floor, epoch);
+        }
+        for column in first + 1..=last {
+            for position in 0..self.by_start[column].len() {
+                let item = self.by_start[column][position];
+                self.raise(item as usize, floor, epoch);
             }
         }
         let mut bound = bound;
+        // No release is above the highest floor: a column whose units all fit above it
+        // passes without a look at its items.
+        let highest_floor = self.floor.iter().copied().max().unwrap_or(0);
         for position in 0..self.raised.len() {
             let it = &self.component.items[self.raised[position] as usize];
             for column in it.start..=it.end {
@@ -647,15 +647,31 @@ impl<'a> Search<'a> {
                 if total == 0 {
                     continue;
                 }
+                if highest_floor + total <= self.cap {
+                    bound = bound.max(self.floor[column] + total);
+                    continue;
+                }
+                // (release, units released there): releases are floors, so few distinct
+                // values; summing per value keeps the sort below short.
                 self.stack.clear();
                 let (mut lowest, mut highest) = (u64::MAX, 0);
                 for &other in &self.live_items[column] {
                     let other = other as usize;
                     if self.offset[other] == UNPLACED {
                         let release = self.release[other];
+                        let size = self.component.items[other].size;
                         lowest = lowest.min(release);
                         highest = highest.max(release);
-                        self.stack.push((release, self.component.items[other].size));
+                        match self
+                            .stack
+                            .iter_mut()
+                            .rev()
+                            .take(DISTINCT_RELEASES_SEEN)
+                            .find(|(seen, _)| *seen == release)
+                        {
+                            Some((_, units)) => *units += size,
+                            None => self.stack.push((release, size)),
+                        }
                     }
                 }
                 // Fast path: if even the highest release plus everything fits, the schedule
@@ -676,6 +692,23 @@ impl<'a> Search<'a> {
             }
         }
         Some(bound)
+    }
+
+    /// Raises the release of unplaced `item` to `floor` if it is lower (once per epoch).
+    fn raise(&mut self, item: usize, floor: u64, epoch: u32) {
+        if self.offset[item] != UNPLACED
+            || self.release[item] >= floor
+            || self.item_stamp[item] == epoch
+        {
+            return;
+        }
+        self.item_stamp[item] = epoch;
+        self.trail.push(Change::Release {
+            item: item as u32,
+            old: self.release[item],
+        });
+        self.release[item] = floor;
+        self.raised.push(item as u32);
     }
 
     /// Opens a node at the current state: records a packing if every item is placed, else
