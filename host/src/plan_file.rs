@@ -26,9 +26,10 @@ pub const FORMAT_NAME: &str = "memplan-plan";
 /// The format version this memplan writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
 
-/// A whole plan file.
+/// A whole plan file. Read with its allocations in a `Vec`; written with
+/// [`AllocationEntries`], which makes each entry as it is written.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlanDocument {
+pub struct PlanDocument<Allocations = Vec<AllocationEntry>> {
     /// Always [`FORMAT_NAME`].
     pub format: String,
     /// Always [`FORMAT_VERSION`] for files this memplan reads.
@@ -43,7 +44,7 @@ pub struct PlanDocument {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
     pub arenas: Vec<ArenaEntry>,
-    pub allocations: Vec<AllocationEntry>,
+    pub allocations: Allocations,
 }
 
 /// One arena: `(role, memory)` with its source memory, size and base alignment.
@@ -109,9 +110,12 @@ pub struct ReadPlan {
 }
 
 /// The plan file document of a checked plan, with tensor names and arena lower bounds.
-pub fn to_document(analysis: &Analysis, checked: &CheckedPlan, planner: &str) -> PlanDocument {
-    let memories = &analysis.request.memories;
-    let memory_name = |index: u32| memories[index as usize].name.to_string();
+pub fn to_document<'a>(
+    analysis: &'a Analysis,
+    checked: &'a CheckedPlan,
+    planner: &str,
+) -> PlanDocument<AllocationEntries<'a>> {
+    let memory_name = |index: u32| memory_name(analysis, index);
     let source_name = |memory: u32, source: u32| (source != memory).then(|| memory_name(source));
     let arenas = checked
         .plan
@@ -127,27 +131,6 @@ pub fn to_document(analysis: &Analysis, checked: &CheckedPlan, planner: &str) ->
             lower_bound: Some(lower_bound),
         })
         .collect();
-    let mut allocations: Vec<&Allocation> = checked.plan.allocations.iter().collect();
-    allocations.sort_by_key(|allocation| allocation.tensor);
-    let allocations = allocations
-        .into_iter()
-        .map(|allocation| {
-            let index = allocation.tensor as usize;
-            let binding = allocation.binding;
-            AllocationEntry {
-                tensor: TensorId::Text(analysis.request.tensors[index].id.to_string()),
-                // Informational, and only where it says more than the id.
-                name: Some(analysis.name_of(index))
-                    .filter(|name| *name != analysis.request.tensors[index].id.as_str())
-                    .map(str::to_string),
-                role: binding.role,
-                memory: memory_name(binding.memory),
-                source_memory: source_name(binding.memory, binding.source_memory),
-                offset: binding.offset,
-                size: allocation.size,
-            }
-        })
-        .collect();
     PlanDocument {
         format: FORMAT_NAME.to_string(),
         version: FORMAT_VERSION,
@@ -155,12 +138,62 @@ pub fn to_document(analysis: &Analysis, checked: &CheckedPlan, planner: &str) ->
         summary: checked.plan.summary.to_string(),
         target: Some(analysis.target.clone()),
         arenas,
-        allocations,
+        allocations: AllocationEntries { analysis, checked },
+    }
+}
+
+/// The name of memory `index` of the analysed target.
+fn memory_name(analysis: &Analysis, index: u32) -> String {
+    analysis.request.memories[index as usize].name.to_string()
+}
+
+/// The allocations of a checked plan as plan-file entries in tensor order, each made as it
+/// is written: a million entries built first would take about 180 MB at memplan's peak.
+pub struct AllocationEntries<'a> {
+    analysis: &'a Analysis,
+    checked: &'a CheckedPlan,
+}
+
+impl AllocationEntries<'_> {
+    fn entry(&self, allocation: &Allocation) -> AllocationEntry {
+        let analysis = self.analysis;
+        let memory_name = |index: u32| memory_name(analysis, index);
+        let index = allocation.tensor as usize;
+        let binding = allocation.binding;
+        let id = analysis.request.tensors[index].id.as_str();
+        AllocationEntry {
+            tensor: TensorId::Text(id.to_string()),
+            // Informational, and only where it says more than the id.
+            name: Some(analysis.name_of(index))
+                .filter(|name| *name != id)
+                .map(str::to_string),
+            role: binding.role,
+            memory: memory_name(binding.memory),
+            source_memory: (binding.source_memory != binding.memory)
+                .then(|| memory_name(binding.source_memory)),
+            offset: binding.offset,
+            size: allocation.size,
+        }
+    }
+}
+
+impl Serialize for AllocationEntries<'_> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        let mut allocations: Vec<&Allocation> = self.checked.plan.allocations.iter().collect();
+        allocations.sort_by_key(|allocation| allocation.tensor);
+        serializer.collect_seq(
+            allocations
+                .into_iter()
+                .map(|allocation| self.entry(allocation)),
+        )
     }
 }
 
 /// The document as the pretty-printed JSON text of a plan file (with a final newline).
-pub fn to_json(document: &PlanDocument) -> String {
+pub fn to_json<Allocations: Serialize>(document: &PlanDocument<Allocations>) -> String {
     // One arena and one allocation per line (see `json_layout`).
     crate::json_layout::to_string(document, 2)
         .expect("a plan document always serializes: it has only strings and integers")
