@@ -338,8 +338,10 @@ pub fn improve(
     struct Work<'a> {
         component: usize,
         searches: Vec<Search<'a>>,
-        /// Searches of the component's merged instances ([`merge`]).
-        merged: Option<MergedRestarts>,
+        /// Searches of the component's merged instances ([`merge`]), made at the first
+        /// merged restart (gluing takes time a component solved before then need not
+        /// spend); `Some(None)` when nothing glues.
+        merged: Option<Option<MergedRestarts>>,
         /// Bisection searches started, and the next one's cap below the best height: the
         /// gap to the bound shifted right by this.
         bisections: u64,
@@ -367,11 +369,10 @@ pub fn improve(
                     );
                 }
             }
-            let merged = MergedRestarts::new(&components[index]);
             Work {
                 component: index,
                 searches,
-                merged,
+                merged: None,
                 bisections: 0,
                 bisection_shift: 1,
             }
@@ -465,9 +466,13 @@ pub fn improve(
                 // Every third restart searches merged blocks instead ([`merge`]): a
                 // heuristic, so its exhaustion proves nothing about the buffers, only that
                 // this variant of the blocks is not worth more restarts.
-                let merged = match &mut job.merged {
-                    Some(merged) if restarts % MERGED_EVERY == 0 => merged.next(&components[index]),
-                    _ => None,
+                let merged = if restarts % MERGED_EVERY == 0 {
+                    job.merged
+                        .get_or_insert_with(|| MergedRestarts::new(&components[index], &deadline))
+                        .as_mut()
+                        .and_then(|merged| merged.next(&components[index], &deadline))
+                } else {
+                    None
                 };
                 let mut restart = match merged {
                     Some((blocks, order, branching)) => Search::new(
@@ -511,8 +516,8 @@ pub fn improve(
                 drop(restart);
                 match end {
                     _ if exhausted && was_merged => {
-                        if let Some(merged) = &mut job.merged {
-                            merged.next_variant(&components[index]);
+                        if let Some(Some(merged)) = &mut job.merged {
+                            merged.next_variant(&components[index], &deadline);
                         }
                     }
                     _ if exhausted => {

@@ -23,26 +23,27 @@
 //! glues at random; restarts go through them ([`MergedRestarts`]).
 //!
 //! Measured on generated cuts of 1 MiB x 50 steps, seeds 1-32, 10 s each: with 200 pieces
-//! all 32 packed at the bound (slowest 0.3 s); with 300 pieces 29 of 32, where the search on
+//! all 32 packed at the bound (slowest 0.3 s); with 300 pieces 30 of 32, where the search on
 //! the buffers alone leaves most of them above the bound. A merged instance whose blocks are
-//! all right can still be too hard (seed 27, 300 pieces: 170 blocks, no packing in 16 million
-//! nodes). The converse does not hold: the search on a merged instance proves nothing about
-//! the buffers.
+//! all right can still be too hard for the search (seed 27 before groups of up to 40 were
+//! matched: 170 blocks, no packing in 16 million nodes). The converse does not hold: the
+//! search on a merged instance proves nothing about the buffers.
 
 use std::collections::HashMap;
 
 use memplan_planner_kit::XorShift64Star;
 
 use crate::problem::{Component, Item};
-use crate::search::{Branching, Order};
+use crate::search::{Branching, Deadline, Order};
 
 /// Most blocks stacked on either side of a matched pair.
 pub const STACK_LIMIT: usize = 3;
-/// Same-span groups larger than this are not searched for matching stacks (their subsets
-/// grow as the cube, and chance matches with them).
-pub const GROUP_LIMIT: usize = 24;
-/// Components with more items are not merged (restarts do not run on large components).
-pub const MERGE_MAX_ITEMS: usize = 20_000;
+/// Same-span groups larger than this are not searched for matching stacks: their subsets
+/// grow as the cube (about 10,000 at 40), and chance matches with them.
+pub const GROUP_LIMIT: usize = 40;
+/// Components with more items are not merged: gluing them would take much of a short time
+/// limit, and cut-like instances that gain from it are far smaller.
+pub const MERGE_MAX_ITEMS: usize = 4_096;
 /// In a seeded variant, one glue in this many is left out.
 const VARIANT_SKIP: u64 = 8;
 /// Glues whose sizes would match this many times by chance (see [`chance`]) or more are
@@ -73,14 +74,19 @@ impl Merged {
     /// glued or the component is too large. Items with a fixed offset or an alignment above
     /// one unit stay alone. Deterministic.
     pub fn new(component: &Component) -> Option<Merged> {
-        Self::variant(component, 0)
+        Self::variant(component, 0, None)
     }
 
     /// Variant `seed` of the blocks: 0 is [`Merged::new`]'s; any other seed leaves out one
     /// glue in [`VARIANT_SKIP`] and picks among rival glues at random. A chance match of
     /// sizes can glue buffers that no packing at the bound keeps together; other variants
     /// mostly do without it.
-    pub fn variant(component: &Component, seed: u64) -> Option<Merged> {
+    /// None as well once `deadline` passes (gluing thousands of buffers takes milliseconds).
+    pub fn variant(
+        component: &Component,
+        seed: u64,
+        deadline: Option<&Deadline<'_>>,
+    ) -> Option<Merged> {
         if component.items.len() > MERGE_MAX_ITEMS {
             return None;
         }
@@ -113,6 +119,9 @@ impl Merged {
         for step in (0..CHANCE_STEPS).rev() {
             gluing.max_chance = max_chance / 4f64.powi(step);
             loop {
+                if deadline.is_some_and(Deadline::passed) {
+                    return None;
+                }
                 let before = glued;
                 glued += glue_joined(&mut blocks, &mut gluing);
                 glued += glue_matching_stacks(&mut blocks, &mut gluing);
@@ -198,8 +207,8 @@ const SEEDS_IN_A_ROW: u64 = 16;
 
 impl MergedRestarts {
     /// None when `component` has nothing to glue (or is too large).
-    pub fn new(component: &Component) -> Option<MergedRestarts> {
-        let merged = Merged::new(component)?;
+    pub fn new(component: &Component, deadline: &Deadline<'_>) -> Option<MergedRestarts> {
+        let merged = Merged::variant(component, 0, Some(deadline))?;
         Some(MergedRestarts {
             current: Some(Self::both_ways(merged)),
             variant: 0,
@@ -214,9 +223,13 @@ impl MergedRestarts {
 
     /// The next search to run: blocks, order and branching; None once every variant was
     /// tried.
-    pub fn next(&mut self, component: &Component) -> Option<(&Merged, Order, Branching)> {
+    pub fn next(
+        &mut self,
+        component: &Component,
+        deadline: &Deadline<'_>,
+    ) -> Option<(&Merged, Order, Branching)> {
         if self.attempt == ATTEMPTS {
-            self.next_variant(component);
+            self.next_variant(component, deadline);
         }
         let attempt = self.attempt;
         self.attempt += 1;
@@ -233,7 +246,7 @@ impl MergedRestarts {
     }
 
     /// Moves on to the next variant (the current one cannot be packed at the bound).
-    pub fn next_variant(&mut self, component: &Component) {
+    pub fn next_variant(&mut self, component: &Component, deadline: &Deadline<'_>) {
         self.attempt = 0;
         self.current = None;
         for _ in 0..SEEDS_IN_A_ROW {
@@ -241,7 +254,8 @@ impl MergedRestarts {
                 break;
             }
             self.variant += 1;
-            self.current = Merged::variant(component, self.variant).map(Self::both_ways);
+            self.current =
+                Merged::variant(component, self.variant, Some(deadline)).map(Self::both_ways);
         }
     }
 }
@@ -377,28 +391,29 @@ fn glue_matching_stacks(blocks: &mut [Option<Block>], gluing: &mut Gluing) -> us
                     .map(|&index| (index, blocks[index].as_ref().map_or(0, |block| block.size)))
                     .collect()
             };
-            let left_sums: HashMap<u64, Vec<usize>> =
+            let left_sums: HashMap<u64, Members> =
                 subset_sums(&sizes(left)).into_iter().rev().collect();
             // The matches of fewest blocks.
-            let mut best: Vec<(Vec<usize>, Vec<usize>)> = Vec::new();
+            let mut best: Vec<(Members, Members)> = Vec::new();
             for (sum, right_members) in subset_sums(&sizes(right)) {
-                let Some(left_members) = left_sums.get(&sum) else {
+                let Some(&left_members) = left_sums.get(&sum) else {
                     continue;
                 };
-                let count = left_members.len() + right_members.len();
-                let fewest = best.first().map_or(usize::MAX, |(l, r)| l.len() + r.len());
+                let count = left_members.len + right_members.len;
+                let fewest = best.first().map_or(usize::MAX, |(l, r)| l.len + r.len);
                 // One and one is a plain join, left to `glue_joined`.
                 if count > 2 && count <= fewest {
                     if count < fewest {
                         best.clear();
                     }
-                    best.push((left_members.clone(), right_members));
+                    best.push((left_members, right_members));
                 }
             }
             if best.is_empty() {
                 continue;
             }
             let (left_members, right_members) = best.swap_remove(gluing.pick(best.len()));
+            let (left_members, right_members) = (left_members.as_slice(), right_members.as_slice());
             let sum: u64 = right_members
                 .iter()
                 .map(|&index| blocks[index].as_ref().map_or(0, |block| block.size))
@@ -408,13 +423,12 @@ fn glue_matching_stacks(blocks: &mut [Option<Block>], gluing: &mut Gluing) -> us
             if gluing.skips(chance(pairs, sum)) {
                 continue;
             }
-            let best = Some((left_members, right_members));
-            if let Some((left_members, right_members)) = best {
-                for &member in left_members.iter().chain(&right_members) {
+            {
+                for &member in left_members.iter().chain(right_members) {
                     used[member] = true;
                 }
-                let left_block = stack(blocks, &left_members);
-                let right_block = stack(blocks, &right_members);
+                let left_block = stack(blocks, left_members);
+                let right_block = stack(blocks, right_members);
                 join(blocks, left_block, right_block);
                 glued += left_members.len() + right_members.len() - 1;
             }
@@ -423,28 +437,48 @@ fn glue_matching_stacks(blocks: &mut [Option<Block>], gluing: &mut Gluing) -> us
     glued
 }
 
+/// One to [`STACK_LIMIT`] blocks, by index (a value, not an allocation: groups have
+/// thousands of subsets).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Members {
+    blocks: [usize; STACK_LIMIT],
+    len: usize,
+}
+
+impl Members {
+    fn as_slice(&self) -> &[usize] {
+        &self.blocks[..self.len]
+    }
+}
+
 /// Every sum of one to [`STACK_LIMIT`] of the `(block, size)` pairs, with its blocks; fewer
 /// blocks before more.
-fn subset_sums(group: &[(usize, u64)]) -> Vec<(u64, Vec<usize>)> {
-    let mut sums: Vec<(u64, Vec<usize>)> = group
+fn subset_sums(group: &[(usize, u64)]) -> Vec<(u64, Members)> {
+    // (sum, members, position in `group` of the last member) of the previous length.
+    let mut last: Vec<(u64, Members, usize)> = group
         .iter()
-        .map(|&(index, size)| (size, vec![index]))
+        .enumerate()
+        .map(|(position, &(index, size))| {
+            let mut blocks = [0; STACK_LIMIT];
+            blocks[0] = index;
+            (size, Members { blocks, len: 1 }, position)
+        })
         .collect();
-    let mut last = sums.clone();
+    let mut sums: Vec<(u64, Members)> = last
+        .iter()
+        .map(|&(sum, members, _)| (sum, members))
+        .collect();
     for _ in 1..STACK_LIMIT {
         let mut next = Vec::new();
-        for (sum, members) in &last {
-            let after = group
-                .iter()
-                .position(|&(index, _)| index == *members.last().expect("not empty"))
-                .expect("a member of the group");
-            for &(index, size) in &group[after + 1..] {
-                let mut grown = members.clone();
-                grown.push(index);
-                next.push((sum + size, grown));
+        for &(sum, members, after) in &last {
+            for (position, &(index, size)) in group.iter().enumerate().skip(after + 1) {
+                let mut grown = members;
+                grown.blocks[grown.len] = index;
+                grown.len += 1;
+                next.push((sum + size, grown, position));
             }
         }
-        sums.extend(next.iter().cloned());
+        sums.extend(next.iter().map(|&(sum, members, _)| (sum, members)));
         last = next;
     }
     sums
@@ -507,7 +541,8 @@ mod tests {
         for (seed, variant) in (1..10).zip([0, 0, 0, 1, 2, 3, 5, 8, 13]) {
             let problem = Problem::new(&rectangle_cut(1 << 20, 50, 200, seed));
             let component = &problem.components[0];
-            let merged = Merged::variant(component, variant).expect("a cut has pieces to glue");
+            let merged =
+                Merged::variant(component, variant, None).expect("a cut has pieces to glue");
             assert!(merged.component.items.len() < component.items.len());
             assert_eq!(area(&merged.component), area(component));
             assert_eq!(merged.component.lower_bound, component.lower_bound);
@@ -580,7 +615,12 @@ mod tests {
     fn restarts_try_each_variant_in_every_order_then_another_variant() {
         let problem = Problem::new(&rectangle_cut(1 << 20, 50, 200, 12));
         let component = &problem.components[0];
-        let mut restarts = MergedRestarts::new(component).unwrap();
+        let context = memplan_plugin_api::HostContext::detached();
+        let deadline = Deadline {
+            at: None,
+            context: &context,
+        };
+        let mut restarts = MergedRestarts::new(component, &deadline).unwrap();
         let shape = |merged: &Merged| -> Vec<(usize, usize, u64)> {
             let mut shape: Vec<_> = merged
                 .component
@@ -594,7 +634,7 @@ mod tests {
         let first = shape(&Merged::new(component).unwrap());
         let mut tried = Vec::new();
         for _ in 0..ATTEMPTS {
-            let (blocks, order, branching) = restarts.next(component).unwrap();
+            let (blocks, order, branching) = restarts.next(component, &deadline).unwrap();
             assert_eq!(blocks.component.items.len(), first.len());
             tried.push((blocks.component.items[0].start, order, branching));
         }
@@ -602,17 +642,20 @@ mod tests {
         tried.dedup();
         assert_eq!(tried.len(), ATTEMPTS, "every attempt differs");
         // Variants differ from the first blocks, and exhaustion moves on at once.
-        let (blocks, ..) = restarts.next(component).unwrap();
+        let (blocks, ..) = restarts.next(component, &deadline).unwrap();
         let second = shape(blocks);
         assert_ne!(second, first);
-        restarts.next_variant(component);
-        let (blocks, ..) = restarts.next(component).unwrap();
+        restarts.next_variant(component, &deadline);
+        let (blocks, ..) = restarts.next(component, &deadline).unwrap();
         assert_ne!(shape(blocks), second);
     }
 
     #[test]
     fn sums_of_one_to_three_blocks() {
-        let sums = subset_sums(&[(7, 1), (8, 2), (9, 4), (10, 8)]);
+        let sums: Vec<(u64, Vec<usize>)> = subset_sums(&[(7, 1), (8, 2), (9, 4), (10, 8)])
+            .into_iter()
+            .map(|(sum, members)| (sum, members.as_slice().to_vec()))
+            .collect();
         assert_eq!(sums.len(), 4 + 6 + 4);
         assert_eq!(sums[0], (1, vec![7]));
         assert!(sums.contains(&(14, vec![8, 9, 10])));
