@@ -667,6 +667,19 @@ mod tests {
     }
 
     #[test]
+    fn gluing_stops_when_the_deadline_has_passed() {
+        let problem = Problem::new(&rectangle_cut(1 << 20, 50, 200, 1));
+        let context = memplan_plugin_api::HostContext::detached();
+        let passed = Deadline {
+            at: Some(std::time::Instant::now()),
+            context: &context,
+        };
+        assert!(Merged::variant(&problem.components[0], 0, Some(&passed)).is_none());
+        assert!(MergedRestarts::new(&problem.components[0], &passed).is_none());
+        assert!(Merged::variant(&problem.components[0], 0, None).is_some());
+    }
+
+    #[test]
     fn nothing_to_glue_gives_none() {
         let problem = Problem::new(&[buffer(4, 0, 1), buffer(2, 1, 2)]);
         assert!(Merged::new(&problem.components[0]).is_none());
