@@ -260,18 +260,25 @@ impl MergedRestarts {
     }
 }
 
-/// The live blocks by span, spans in order.
-fn blocks_by_span(blocks: &[Option<Block>]) -> Vec<((usize, usize), Vec<usize>)> {
-    let mut by_span: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
+/// The live blocks (indices, in order) by `key`.
+fn blocks_by<K: std::hash::Hash + Eq>(
+    blocks: &[Option<Block>],
+    key: impl Fn(&Block) -> K,
+) -> HashMap<K, Vec<usize>> {
+    let mut by_key: HashMap<K, Vec<usize>> = HashMap::new();
     for (index, block) in blocks.iter().enumerate() {
         if let Some(block) = block {
-            by_span
-                .entry((block.start, block.end))
-                .or_default()
-                .push(index);
+            by_key.entry(key(block)).or_default().push(index);
         }
     }
-    let mut spans: Vec<_> = by_span.into_iter().collect();
+    by_key
+}
+
+/// The live blocks by span, spans in order.
+fn blocks_by_span(blocks: &[Option<Block>]) -> Vec<((usize, usize), Vec<usize>)> {
+    let mut spans: Vec<_> = blocks_by(blocks, |block| (block.start, block.end))
+        .into_iter()
+        .collect();
     spans.sort_unstable_by_key(|(span, _)| *span);
     spans
 }
@@ -318,19 +325,13 @@ fn subsets(n: usize, k: usize) -> f64 {
 /// block at most once per call, rivals taken in index order (at random in a variant).
 /// Returns the pairs joined.
 fn glue_joined(blocks: &mut [Option<Block>], gluing: &mut Gluing) -> usize {
-    let mut by_start: HashMap<(u64, usize), Vec<usize>> = HashMap::new();
+    let by_start = blocks_by(blocks, |block| (block.size, block.start));
     // Blocks starting and ending in each column: the candidates for a chance match.
     let mut starting: HashMap<usize, usize> = HashMap::new();
     let mut ending: HashMap<usize, usize> = HashMap::new();
-    for (index, block) in blocks.iter().enumerate() {
-        if let Some(block) = block {
-            by_start
-                .entry((block.size, block.start))
-                .or_default()
-                .push(index);
-            *starting.entry(block.start).or_default() += 1;
-            *ending.entry(block.end).or_default() += 1;
-        }
+    for block in blocks.iter().flatten() {
+        *starting.entry(block.start).or_default() += 1;
+        *ending.entry(block.end).or_default() += 1;
     }
     let mut used = vec![false; blocks.len()];
     let mut glued = 0;
