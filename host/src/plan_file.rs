@@ -115,8 +115,6 @@ pub fn to_document<'a>(
     checked: &'a CheckedPlan,
     planner: &str,
 ) -> PlanDocument<AllocationEntries<'a>> {
-    let memory_name = |index: u32| memory_name(analysis, index);
-    let source_name = |memory: u32, source: u32| (source != memory).then(|| memory_name(source));
     let arenas = checked
         .plan
         .arenas
@@ -124,8 +122,8 @@ pub fn to_document<'a>(
         .zip(&checked.lower_bounds)
         .map(|(arena, &lower_bound)| ArenaEntry {
             role: arena.role,
-            memory: memory_name(arena.memory),
-            source_memory: source_name(arena.memory, arena.source_memory),
+            memory: memory_name(analysis, arena.memory),
+            source_memory: source_memory_name(analysis, arena.memory, arena.source_memory),
             size: arena.size,
             alignment: arena.alignment,
             lower_bound: Some(lower_bound),
@@ -147,6 +145,11 @@ fn memory_name(analysis: &Analysis, index: u32) -> String {
     analysis.request.memories[index as usize].name.to_string()
 }
 
+/// The name of `source`, written only where it differs from `memory` (the default).
+fn source_memory_name(analysis: &Analysis, memory: u32, source: u32) -> Option<String> {
+    (source != memory).then(|| memory_name(analysis, source))
+}
+
 /// The allocations of a checked plan as plan-file entries in tensor order, each made as it
 /// is written: a million entries built first would take about 180 MB at memplan's peak.
 pub struct AllocationEntries<'a> {
@@ -157,7 +160,6 @@ pub struct AllocationEntries<'a> {
 impl AllocationEntries<'_> {
     fn entry(&self, allocation: &Allocation) -> AllocationEntry {
         let analysis = self.analysis;
-        let memory_name = |index: u32| memory_name(analysis, index);
         let index = allocation.tensor as usize;
         let binding = allocation.binding;
         let id = analysis.request.tensors[index].id.as_str();
@@ -168,9 +170,8 @@ impl AllocationEntries<'_> {
                 .filter(|name| *name != id)
                 .map(str::to_string),
             role: binding.role,
-            memory: memory_name(binding.memory),
-            source_memory: (binding.source_memory != binding.memory)
-                .then(|| memory_name(binding.source_memory)),
+            memory: memory_name(analysis, binding.memory),
+            source_memory: source_memory_name(analysis, binding.memory, binding.source_memory),
             offset: binding.offset,
             size: allocation.size,
         }

@@ -18,7 +18,7 @@
 //!      very sensitive to the order), plus short restarts of tight searches in seeded
 //!      shuffled orders with Luby budgets, which cut the heavy tail of the search time;
 //!    - *bisection* searches capped between the bound and the best height found, moved
-//!      up after a round without a packing and down after one: on instances where the
+//!      up after an attempt without a packing and down after one: on instances where the
 //!      bound is far below the optimum (MiniMalloc's J) they get lower than descents do;
 //!    - one restart in three searches a *merged* instance instead: buffers glued into blocks
 //!      where their sizes say they were cut from one piece ([`merge`]), in seeded variants;

@@ -80,8 +80,7 @@ impl Merged {
     /// Variant `seed` of the blocks: 0 is [`Merged::new`]'s; any other seed leaves out one
     /// glue in [`VARIANT_SKIP`] and picks among rival glues at random. A chance match of
     /// sizes can glue buffers that no packing at the bound keeps together; other variants
-    /// mostly do without it.
-    /// None as well once `deadline` passes (gluing thousands of buffers takes milliseconds).
+    /// mostly do without it. None as well once `deadline` passes (gluing thousands of buffers takes milliseconds).
     pub fn variant(
         component: &Component,
         seed: u64,
@@ -392,47 +391,42 @@ fn glue_matching_stacks(blocks: &mut [Option<Block>], gluing: &mut Gluing) -> us
                     .map(|&index| (index, blocks[index].as_ref().map_or(0, |block| block.size)))
                     .collect()
             };
+            let (left_sizes, right_sizes) = (sizes(left), sizes(right));
             let left_sums: HashMap<u64, Members> =
-                subset_sums(&sizes(left)).into_iter().rev().collect();
-            // The matches of fewest blocks.
-            let mut best: Vec<(Members, Members)> = Vec::new();
-            for (sum, right_members) in subset_sums(&sizes(right)) {
+                subset_sums(&left_sizes).into_iter().rev().collect();
+            // The matches of fewest blocks, with their height.
+            let mut best: Vec<(u64, Members, Members)> = Vec::new();
+            for (sum, right_members) in subset_sums(&right_sizes) {
                 let Some(&left_members) = left_sums.get(&sum) else {
                     continue;
                 };
                 let count = left_members.len + right_members.len;
-                let fewest = best.first().map_or(usize::MAX, |(l, r)| l.len + r.len);
+                let fewest = best.first().map_or(usize::MAX, |(_, l, r)| l.len + r.len);
                 // One and one is a plain join, left to `glue_joined`.
                 if count > 2 && count <= fewest {
                     if count < fewest {
                         best.clear();
                     }
-                    best.push((left_members, right_members));
+                    best.push((sum, left_members, right_members));
                 }
             }
             if best.is_empty() {
                 continue;
             }
-            let (left_members, right_members) = best.swap_remove(gluing.pick(best.len()));
+            let (sum, left_members, right_members) = best.swap_remove(gluing.pick(best.len()));
             let (left_members, right_members) = (left_members.as_slice(), right_members.as_slice());
-            let sum: u64 = right_members
-                .iter()
-                .map(|&index| blocks[index].as_ref().map_or(0, |block| block.size))
-                .sum();
-            let pairs = subsets(sizes(left).len(), left_members.len())
-                * subsets(sizes(right).len(), right_members.len());
+            let pairs = subsets(left_sizes.len(), left_members.len())
+                * subsets(right_sizes.len(), right_members.len());
             if gluing.skips(chance(pairs, sum)) {
                 continue;
             }
-            {
-                for &member in left_members.iter().chain(right_members) {
-                    used[member] = true;
-                }
-                let left_block = stack(blocks, left_members);
-                let right_block = stack(blocks, right_members);
-                join(blocks, left_block, right_block);
-                glued += left_members.len() + right_members.len() - 1;
+            for &member in left_members.iter().chain(right_members) {
+                used[member] = true;
             }
+            let left_block = stack(blocks, left_members);
+            let right_block = stack(blocks, right_members);
+            join(blocks, left_block, right_block);
+            glued += left_members.len() + right_members.len() - 1;
         }
     }
     glued

@@ -632,6 +632,9 @@ impl<'a> Search<'a> {
                 self.raise(item as usize, floor, epoch);
             }
         }
+        if self.raised.is_empty() {
+            return Some(bound);
+        }
         let mut bound = bound;
         // No release is above the highest floor: a column whose units all fit above it
         // passes without a look at its items.
