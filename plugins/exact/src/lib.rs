@@ -23,6 +23,9 @@
 //!    - one restart in three searches a *merged* instance instead: buffers glued into blocks
 //!      where their sizes say they were cut from one piece ([`merge`]), in seeded variants;
 //!      a packing of the blocks is one of the buffers, but a failure proves nothing;
+//!    - where the component fills every column up to the bound exactly (a *tiling*, as an
+//!      arena cut into pieces), *band splits* ([`bands`]): the component cut into bands
+//!      across its whole lifetime, recursively, each packed on its own;
 //! 4. stops at the deadline (`--timeout`, or the `time_limit_s` option, default 10 s) or
 //!    on the host's cancellation, and returns the best packing found, with a note saying
 //!    whether its height is proven optimal and what bound remains otherwise.
@@ -40,12 +43,14 @@ use std::time::{Duration, Instant};
 use memplan_planner_kit::{plan_with_packer, Buffer, Packer, Packing, PlannerOptions};
 use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanRequest, Planner};
 
+pub mod bands;
 pub mod greedy;
 pub mod merge;
 pub mod portfolio;
 pub mod problem;
 pub mod search;
 
+use bands::BandSplits;
 use merge::MergedRestarts;
 use problem::{Component, Problem};
 use search::{Branching, Deadline, End, Order, Search};
@@ -64,6 +69,8 @@ const RESTART_UNIT: u64 = 1024;
 /// One restart in this many searches the merged instance ([`merge`]), while it may hold a
 /// packing at the bound.
 const MERGED_EVERY: u64 = 3;
+/// Band splits get this many times the budget of one persistent search per round.
+const BANDS_SHARE: u64 = 64;
 /// The bisection cap comes at most this close to the best height: the gap over 2^shift.
 const BISECTION_SHIFT_MAX: u32 = 10;
 /// Bisection searches per component and round, each with the round's node budget.
@@ -342,6 +349,9 @@ pub fn improve(
         /// merged restart (gluing takes time a component solved before then need not
         /// spend); `Some(None)` when nothing glues.
         merged: Option<Option<MergedRestarts>>,
+        /// Band splits of the component ([`bands`]), made at its first turn; `Some(None)`
+        /// when it is not a tiling of the target.
+        bands: Option<Option<BandSplits>>,
         /// Bisection searches started, and the next one's cap below the best height: the
         /// gap to the bound shifted right by this.
         bisections: u64,
@@ -373,6 +383,7 @@ pub fn improve(
                 component: index,
                 searches,
                 merged: None,
+                bands: None,
                 bisections: 0,
                 bisection_shift: 1,
             }
@@ -405,6 +416,26 @@ pub fn improve(
                         lower_bound = lower_bound.max(proven);
                     }
                     _ => {}
+                }
+            }
+            // Band splits ([`bands`]): while the component must fill every column up to the
+            // target exactly, cutting it into bands across its whole lifetime packs cut-like
+            // tilings that the searches need millions of nodes for.
+            let target = done_at(lower_bound);
+            if !stopped && heights[index] > target {
+                let splits = job
+                    .bands
+                    .get_or_insert_with(|| BandSplits::new(&components[index], target));
+                if let Some(splits) = splits.as_mut().filter(|splits| splits.cap() == target) {
+                    let before = splits.nodes();
+                    let packing = splits.run(&components[index], budget * BANDS_SHARE, deadline);
+                    nodes += splits.nodes() - before;
+                    if let Some(packing) = packing {
+                        heights[index] = components[index].height(&packing);
+                        offsets[index] = packing;
+                    } else if deadline.passed() {
+                        stopped = true;
+                    }
                 }
             }
             // Bisection: searches capped between the bound and the best height. The cap
