@@ -60,7 +60,8 @@
 //! recursion runs in passes, each with twice the last one's part limit and allowance,
 //! spent over as many calls to [`BandSplits::run`] as it takes; parts packed or without a
 //! split are remembered across passes and calls. Nodes count the bit-set work too (one
-//! per 64 words), and the deadline is polled. A packing returned is always valid; none
+//! per 64 words), and the deadline is polled. Memory: heights are walked in their bit set,
+//! and a part whose sum tables would take more than [`MAX_TABLE_WORDS`] is not split. A packing returned is always valid; none
 //! returned proves nothing.
 
 use std::collections::HashMap;
@@ -84,6 +85,9 @@ const ATTEMPTS_PER_PASS: u64 = 64;
 const SEARCH_NODES_PER_ITEM: u64 = 16;
 /// How many nodes between two polls of the deadline.
 const POLL_INTERVAL: u64 = 1024;
+/// A part whose sum tables (per column, per item) would take more 64-bit words is not
+/// split (64 MiB; a cut of 1 MiB x 50 steps into 300 pieces takes up to 45).
+const MAX_TABLE_WORDS: usize = 1 << 23;
 /// Bit-set words processed per node counted.
 const WORDS_PER_NODE: u64 = 64;
 
@@ -421,8 +425,12 @@ impl Solver<'_> {
 struct Splits<'a> {
     part: &'a Component,
     cap: u64,
-    /// The heights a split can have, lowest first.
+    /// The heights a split can have (a bit set), from `lowest` to `highest`, taken in
+    /// that order or the other way.
     heights: Vec<u64>,
+    lowest: u64,
+    highest: u64,
+    descending: bool,
     /// Columns in the order they are decided, with the items decided there: first the
     /// `branching[position]` ones that cross other columns, then those in that column alone.
     columns: Vec<usize>,
@@ -454,6 +462,50 @@ impl<'a> Splits<'a> {
                 *count += 1;
             }
         }
+        // Two ways to leave out splits that are others in another order (passes alternate):
+        // - anchored: the bands of a tiling cut into full-width bands can be stacked in any
+        //   order and grouped in any way, so only splits whose bottom holds the anchor, the
+        //   item over the most columns (then the largest), are searched; the lowest such
+        //   band is the one the anchor is in;
+        // - halved: a split mirrored (top and bottom swapped) is the split of `cap - y`, so
+        //   only heights up to `cap / 2` are searched.
+        let anchored = solver.pass % 4 < 2;
+        let limit = if anchored { cap - 1 } else { cap / 2 };
+        let first = (0..columns)
+            .min_by_key(|&column| live[column])
+            .expect("a part has columns");
+        let order: Vec<usize> = std::iter::once(first)
+            .chain(first + 1..columns)
+            .chain((0..first).rev())
+            .collect();
+        let mut position_of = vec![0usize; columns];
+        for (position, &column) in order.iter().enumerate() {
+            position_of[column] = position;
+        }
+        let mut deciding: Vec<Vec<u32>> = vec![Vec::new(); columns];
+        for (index, item) in items.iter().enumerate() {
+            let column = if item.start <= first && first <= item.end {
+                first
+            } else if item.start > first {
+                item.start
+            } else {
+                item.end
+            };
+            deciding[position_of[column]].push(index as u32);
+        }
+        // The sum tables' size is known before any bit set is made: a part whose tables would
+        // be too large is not split.
+        let width_of = |list: &[u32]| {
+            let total: u64 = list.iter().map(|&index| items[index as usize].size).sum();
+            (total.min(limit) / 64 + 1) as usize
+        };
+        let table_words: usize = deciding
+            .iter()
+            .map(|list| (list.len() + 1) * width_of(list))
+            .sum();
+        if table_words > MAX_TABLE_WORDS {
+            return Ok(None);
+        }
         // Per boundary between columns c and c + 1: the sizes of the items over both, of
         // those ending at c and of those starting at c + 1. In a split of height y, the
         // bottom's items over both add up to some x, and those ending at c and those starting
@@ -478,15 +530,6 @@ impl<'a> Splits<'a> {
         // Fewest items first: their sums are fewest, and the common ones may run out early.
         let mut by_count: Vec<usize> = (0..columns - 1).collect();
         by_count.sort_by_key(|&boundary| across[boundary].iter().map(Vec::len).sum::<usize>());
-        // Two ways to leave out splits that are others in another order (passes alternate):
-        // - anchored: the bands of a tiling cut into full-width bands can be stacked in any
-        //   order and grouped in any way, so only splits whose bottom holds the anchor, the
-        //   item over the most columns (then the largest), are searched; the lowest such
-        //   band is the one the anchor is in;
-        // - halved: a split mirrored (top and bottom swapped) is the split of `cap - y`, so
-        //   only heights up to `cap / 2` are searched.
-        let anchored = solver.pass % 4 < 2;
-        let limit = if anchored { cap - 1 } else { cap / 2 };
         let words = limit / 64 + 1;
         let mut common: Vec<u64> = Vec::new();
         for &boundary in &by_count {
@@ -524,35 +567,7 @@ impl<'a> Splits<'a> {
                 .expect("a part has items")
         });
         let lowest = anchor.map_or(1, |anchor| items[anchor].size);
-        let mut heights: Vec<u64> = (lowest..=limit)
-            .filter(|&sum| has_bit(&common, sum))
-            .collect();
-        if solver.pass % 2 == 1 {
-            heights.reverse();
-        }
 
-        let first = (0..columns)
-            .min_by_key(|&column| live[column])
-            .expect("a part has columns");
-        let order: Vec<usize> = std::iter::once(first)
-            .chain(first + 1..columns)
-            .chain((0..first).rev())
-            .collect();
-        let mut position_of = vec![0usize; columns];
-        for (position, &column) in order.iter().enumerate() {
-            position_of[column] = position;
-        }
-        let mut deciding: Vec<Vec<u32>> = vec![Vec::new(); columns];
-        for (index, item) in items.iter().enumerate() {
-            let column = if item.start <= first && first <= item.end {
-                first
-            } else if item.start > first {
-                item.start
-            } else {
-                item.end
-            };
-            deciding[position_of[column]].push(index as u32);
-        }
         let mut reachable = Vec::with_capacity(columns);
         let mut widths = Vec::with_capacity(columns);
         let mut branching = Vec::with_capacity(columns);
@@ -568,8 +583,7 @@ impl<'a> Splits<'a> {
                     .take_while(|&&index| items[index as usize].start != items[index as usize].end)
                     .count(),
             );
-            let total: u64 = list.iter().map(|&index| items[index as usize].size).sum();
-            let width = (total.min(limit) / 64 + 1) as usize;
+            let width = width_of(list);
             if !solver.step((width * list.len()) as u64 / WORDS_PER_NODE + 1) {
                 return Err(());
             }
@@ -586,7 +600,10 @@ impl<'a> Splits<'a> {
         Ok(Some(Splits {
             part,
             cap,
-            heights,
+            heights: common,
+            lowest,
+            highest: limit,
+            descending: solver.pass % 2 == 1,
             columns: order,
             deciding,
             branching,
@@ -636,11 +653,28 @@ impl<'a> Splits<'a> {
 
     /// Every split, height by height, until one packs or the search stops.
     fn each_height(&mut self, solver: &mut Solver, members: &[u32]) -> Option<Step> {
-        for position in 0..self.heights.len() {
-            self.height = self.heights[position];
+        let mut next = Some(if self.descending {
+            self.highest
+        } else {
+            self.lowest
+        });
+        while let Some(from) = next {
+            let height = next_bit(
+                &self.heights,
+                from,
+                self.lowest,
+                self.highest,
+                self.descending,
+            )?;
+            self.height = height;
             if let Some(step) = self.column(0, solver, members) {
                 return Some(step);
             }
+            next = if self.descending {
+                height.checked_sub(1)
+            } else {
+                height.checked_add(1)
+            };
         }
         None
     }
@@ -765,6 +799,45 @@ fn or_shifted(target: &mut [u64], source: &[u64], shift: u64) {
     }
 }
 
+/// The first set bit of `bits` from `from` on (downwards if `descending`) within
+/// `lowest..=highest`.
+fn next_bit(bits: &[u64], from: u64, lowest: u64, highest: u64, descending: bool) -> Option<u64> {
+    if from < lowest || from > highest {
+        return None;
+    }
+    let mut word = (from / 64) as usize;
+    let offset = from % 64;
+    // The word holding `from`, with the bits on the wrong side of it cleared.
+    let mut bits_left = if descending {
+        bits[word] & (u64::MAX >> (63 - offset))
+    } else {
+        bits[word] & (u64::MAX << offset)
+    };
+    loop {
+        if bits_left != 0 {
+            let bit = if descending {
+                63 - u64::from(bits_left.leading_zeros())
+            } else {
+                u64::from(bits_left.trailing_zeros())
+            };
+            let found = word as u64 * 64 + bit;
+            return (lowest..=highest).contains(&found).then_some(found);
+        }
+        if descending {
+            if word == 0 || (word as u64) * 64 <= lowest {
+                return None;
+            }
+            word -= 1;
+        } else {
+            word += 1;
+            if word >= bits.len() || word as u64 * 64 > highest {
+                return None;
+            }
+        }
+        bits_left = bits[word];
+    }
+}
+
 fn has_bit(bits: &[u64], bit: u64) -> bool {
     bits.get((bit / 64) as usize)
         .is_some_and(|word| word >> (bit % 64) & 1 == 1)
@@ -778,6 +851,21 @@ mod tests {
 
     fn no_deadline(context: &HostContext) -> Deadline<'_> {
         Deadline { at: None, context }
+    }
+
+    /// A solver in the first pass, without limits.
+    fn unlimited_solver(context: &HostContext) -> Solver<'_> {
+        Solver {
+            nodes: 0,
+            limit: u64::MAX,
+            pass_end: u64::MAX,
+            attempt_limit: FIRST_ATTEMPT_LIMIT,
+            pass: 0,
+            cut_attempts: 0,
+            deadline: no_deadline(context),
+            timed_out: false,
+            memo: HashMap::new(),
+        }
     }
 
     /// Panics unless `offsets` pack the component within `cap`.
@@ -864,6 +952,31 @@ mod tests {
     }
 
     #[test]
+    fn set_bits_are_found_both_ways() {
+        let mut bits = vec![0u64; 4];
+        for bit in [3, 64, 70, 200] {
+            bits[bit / 64] |= 1 << (bit % 64);
+        }
+        let walk = |from: u64, descending: bool| {
+            let mut found = Vec::new();
+            let mut next = Some(from);
+            while let Some(at) = next.and_then(|at| next_bit(&bits, at, 4, 200, descending)) {
+                found.push(at);
+                next = if descending {
+                    at.checked_sub(1)
+                } else {
+                    Some(at + 1)
+                };
+            }
+            found
+        };
+        assert_eq!(walk(4, false), vec![64, 70, 200]);
+        assert_eq!(walk(200, true), vec![200, 70, 64]);
+        assert_eq!(walk(69, true), vec![64]);
+        assert_eq!(next_bit(&bits, 3, 4, 200, false), None);
+    }
+
+    #[test]
     fn only_tilings_are_split() {
         // Column 1 holds 7 units, the others fewer: not a tiling at 7.
         let problem = Problem::new(&[buffer(4, 0, 1), buffer(3, 1, 2)]);
@@ -896,17 +1009,7 @@ mod tests {
         ]);
         let component = &problem.components[0];
         let context = HostContext::detached();
-        let mut solver = Solver {
-            nodes: 0,
-            limit: u64::MAX,
-            pass_end: u64::MAX,
-            attempt_limit: FIRST_ATTEMPT_LIMIT,
-            pass: 0,
-            cut_attempts: 0,
-            deadline: no_deadline(&context),
-            timed_out: false,
-            memo: HashMap::new(),
-        };
+        let mut solver = unlimited_solver(&context);
         // Sums may match at some heights; no split is found at any of them.
         if let Some(mut splits) = Splits::new(component, 3, &mut solver).expect("within limits") {
             assert!(splits.each_height(&mut solver, &[0, 1, 2, 3, 4]).is_none());
@@ -917,6 +1020,21 @@ mod tests {
             .run(component, 1000, no_deadline(&context))
             .expect("packs");
         assert_packs(component, &offsets, 3);
+    }
+
+    #[test]
+    fn parts_whose_sum_tables_would_be_too_large_are_not_split() {
+        // 600 distinct items over both columns, 16 million units high: the table of the
+        // first column would take 600 x 2^18 words.
+        let buffers: Vec<Buffer> = (0..600).map(|index| buffer(27_000 + index, 0, 1)).collect();
+        let problem = Problem::new(&buffers);
+        let component = &problem.components[0];
+        let cap = component.lower_bound;
+        assert!(is_tiling(component, cap));
+        let context = HostContext::detached();
+        let mut solver = unlimited_solver(&context);
+        assert!(matches!(Splits::new(component, cap, &mut solver), Ok(None)));
+        assert_eq!(solver.nodes, 0);
     }
 
     #[test]
