@@ -25,7 +25,7 @@
 //! # Algorithm
 //! `solve(part, cap)`, for the component and then for each part of a band:
 //! 1. One column: the items stack. A part met before: its outcome (memo).
-//! 2. A short direct search ([`Search`], tight at the cap, [`SEARCH_NODES_PER_ITEM`] nodes
+//! 2. A short direct search ([`Search`], tight at the cap, `SEARCH_NODES_PER_ITEM` nodes
 //!    per item): parts over a few columns are packed in about one node per item, far
 //!    sooner than their splits are enumerated. One that exhausts proves there is no packing.
 //! 3. The heights a split can have. At the boundary between two columns, the bottom's items
@@ -61,7 +61,7 @@
 //! spent over as many calls to [`BandSplits::run`] as it takes; parts packed or without a
 //! split are remembered across passes and calls. Nodes count the bit-set work too (one
 //! per 64 words), and the deadline is polled. Memory: heights are walked in their bit set,
-//! and a part whose sum tables would take more than [`MAX_TABLE_WORDS`] is not split. A packing returned is always valid; none
+//! and a part whose sum tables would take more than `MAX_TABLE_WORDS` is not split. A packing returned is always valid; none
 //! returned proves nothing.
 
 use std::collections::HashMap;
