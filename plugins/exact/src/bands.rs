@@ -25,14 +25,17 @@
 //! # Algorithm
 //! `solve(part, cap)`, for the component and then for each part of a band:
 //! 1. One column: the items stack. A part met before: its outcome (memo).
-//! 2. A short direct search ([`Search`], tight at the cap, `SEARCH_NODES_PER_ITEM` nodes
+//! 2. Items over every column of the part go to the bottom, and the others are solved
+//!    below the rest of the cap: in any packing, the items under such an item add up to its
+//!    offset in every column, so it can trade places with them.
+//! 3. A short direct search ([`Search`], tight at the cap, `SEARCH_NODES_PER_ITEM` nodes
 //!    per item): parts over a few columns are packed in about one node per item, far
 //!    sooner than their splits are enumerated. One that exhausts proves there is no packing.
-//! 3. The heights a split can have. At the boundary between two columns, the bottom's items
+//! 4. The heights a split can have. At the boundary between two columns, the bottom's items
 //!    over both add up to some `x`, and those ending at the boundary and those starting
 //!    after it each to `y - x`: so `y` is `x` plus a sum both sides can make. Sums are bit
 //!    sets; every boundary must allow `y`.
-//! 4. For each height, the splits are enumerated by depth-first search over the columns:
+//! 5. For each height, the splits are enumerated by depth-first search over the columns:
 //!    first the one with the fewest live items, then outwards to the right and then to the
 //!    left. In each column only the items that start there (going right) or end there
 //!    (going left) are undecided, and those put in the bottom must bring the column's bottom
@@ -41,7 +44,7 @@
 //!    another column. Items over one column alone only make up the sum: one subset that
 //!    does is taken, not every one (they would make near-identical splits, many times over
 //!    where such items are small).
-//! 5. For each split, both bands are cut into parts in time and each part is solved; the
+//! 6. For each split, both bands are cut into parts in time and each part is solved; the
 //!    first split whose parts all pack gives the packing. Without one, the part has no
 //!    split (it may still have a packing that no straight cut crosses whole).
 //!
@@ -337,9 +340,30 @@ impl Solver<'_> {
         tiling
     }
 
-    /// Steps 2 to 5 of the module docs for one part.
+    /// Steps 2 to 6 of the module docs for one part.
     fn split_or_search(&mut self, part: &Component, cap: u64, members: &[u32]) -> Tiling {
         self.limit = self.nodes.saturating_add(self.attempt_limit);
+        // Items over every column: in any packing, those below one of them are a band, so
+        // it can be moved to the bottom; the part packs if and only if the others do, lower.
+        let whole: Vec<bool> = part
+            .items
+            .iter()
+            .map(|item| item.start == 0 && item.end == part.columns - 1)
+            .collect();
+        let whole_height: u64 = part
+            .items
+            .iter()
+            .zip(&whole)
+            .filter(|(_, &whole)| whole)
+            .map(|(item, _)| item.size)
+            .sum();
+        if 0 < whole_height && whole_height < cap {
+            return match self.solve_bands(part, cap, members, &whole, whole_height) {
+                Some(Step::Packed(offsets)) => Tiling::Packed(offsets),
+                Some(Step::Stopped) => Tiling::Unknown,
+                None => Tiling::NoSplit,
+            };
+        }
         // A short direct search first: parts over a few columns are often packed in about
         // one node per item, far sooner than their splits are enumerated.
         let budget = (SEARCH_NODES_PER_ITEM * part.items.len() as u64)
@@ -949,6 +973,32 @@ mod tests {
             reachable,
             vec![0, 3, 5, 8, 64, 67, 69, 70, 72, 73, 75, 78, 134, 137, 139]
         );
+    }
+
+    #[test]
+    fn items_over_every_column_go_to_the_bottom() {
+        // The pinwheel of the test below, 3 units high, with an item of 2 over all three
+        // columns.
+        let problem = Problem::new(&[
+            buffer(1, 0, 1),
+            buffer(2, 2, 2),
+            buffer(2, 0, 2),
+            buffer(1, 1, 2),
+            buffer(2, 0, 0),
+            buffer(1, 1, 1),
+        ]);
+        let component = &problem.components[0];
+        let context = HostContext::detached();
+        let mut bands = BandSplits::new(component, 5).expect("a tiling");
+        let offsets = bands
+            .run(component, 1000, no_deadline(&context))
+            .expect("packs");
+        assert_packs(component, &offsets, 5);
+        let whole = component
+            .items
+            .iter()
+            .position(|item| item.size == 2 && item.start == 0 && item.end == 2);
+        assert_eq!(offsets[whole.expect("the item over every column")], 0);
     }
 
     #[test]
