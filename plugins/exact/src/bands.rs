@@ -877,6 +877,18 @@ mod tests {
         Deadline { at: None, context }
     }
 
+    /// A pinwheel over 3 columns, 3 units high: a (1, columns 0-1) at 0, b (2, column 2)
+    /// at 0, c (1, columns 1-2) at 2, d (2, column 0) at 1, e (1, column 1) at 1.
+    fn pinwheel() -> Vec<Buffer> {
+        vec![
+            buffer(1, 0, 1),
+            buffer(2, 2, 2),
+            buffer(1, 1, 2),
+            buffer(2, 0, 0),
+            buffer(1, 1, 1),
+        ]
+    }
+
     /// A solver in the first pass, without limits.
     fn unlimited_solver(context: &HostContext) -> Solver<'_> {
         Solver {
@@ -977,16 +989,10 @@ mod tests {
 
     #[test]
     fn items_over_every_column_go_to_the_bottom() {
-        // The pinwheel of the test below, 3 units high, with an item of 2 over all three
-        // columns.
-        let problem = Problem::new(&[
-            buffer(1, 0, 1),
-            buffer(2, 2, 2),
-            buffer(2, 0, 2),
-            buffer(1, 1, 2),
-            buffer(2, 0, 0),
-            buffer(1, 1, 1),
-        ]);
+        // A pinwheel, 3 units high, with an item of 2 over all three columns.
+        let mut buffers = pinwheel();
+        buffers.push(buffer(2, 0, 2));
+        let problem = Problem::new(&buffers);
         let component = &problem.components[0];
         let context = HostContext::detached();
         let mut bands = BandSplits::new(component, 5).expect("a tiling");
@@ -1047,16 +1053,8 @@ mod tests {
 
     #[test]
     fn a_tiling_no_straight_cut_crosses_whole_is_left_to_the_direct_search() {
-        // A pinwheel over 3 columns, 3 units high: a (1, columns 0-1) at 0, b (2, column 2)
-        // at 0, c (1, columns 1-2) at 2, d (2, column 0) at 1, e (1, column 1) at 1. No
-        // line crosses all three columns between items, so there is no split.
-        let problem = Problem::new(&[
-            buffer(1, 0, 1),
-            buffer(2, 2, 2),
-            buffer(1, 1, 2),
-            buffer(2, 0, 0),
-            buffer(1, 1, 1),
-        ]);
+        // No line crosses all three columns of a pinwheel between items: no split.
+        let problem = Problem::new(&pinwheel());
         let component = &problem.components[0];
         let context = HostContext::detached();
         let mut solver = unlimited_solver(&context);
