@@ -64,8 +64,9 @@
 //! spent over as many calls to [`BandSplits::run`] as it takes; parts packed or without a
 //! split are remembered across passes and calls. Nodes count the bit-set work too (one
 //! per 64 words), and the deadline is polled. Memory: heights are walked in their bit set,
-//! and a part whose sum tables would take more than `MAX_TABLE_WORDS` is not split. A packing returned is always valid; none
-//! returned proves nothing.
+//! sum tables are made per column when the search first gets there, and a part whose
+//! tables would take more than `MAX_TABLE_WORDS` is not split. A packing returned is always
+//! valid; none returned proves nothing.
 
 use std::collections::HashMap;
 
@@ -463,7 +464,8 @@ struct Splits<'a> {
     /// The item every bottom band holds, if anchored.
     anchor: Option<usize>,
     /// Per position and item there: the sums that item and the ones after it can make,
-    /// as bit sets of `words[position]` words, one after the other.
+    /// as bit sets of `words[position]` words, one after the other; made when the search
+    /// first reaches the position (most heights fail in the first columns).
     reachable: Vec<Vec<u64>>,
     words: Vec<usize>,
     bottom: Vec<bool>,
@@ -592,7 +594,6 @@ impl<'a> Splits<'a> {
         });
         let lowest = anchor.map_or(1, |anchor| items[anchor].size);
 
-        let mut reachable = Vec::with_capacity(columns);
         let mut widths = Vec::with_capacity(columns);
         let mut branching = Vec::with_capacity(columns);
         for list in &mut deciding {
@@ -607,19 +608,7 @@ impl<'a> Splits<'a> {
                     .take_while(|&&index| items[index as usize].start != items[index as usize].end)
                     .count(),
             );
-            let width = width_of(list);
-            if !solver.step((width * list.len()) as u64 / WORDS_PER_NODE + 1) {
-                return Err(());
-            }
-            let mut rows = vec![0u64; (list.len() + 1) * width];
-            rows[list.len() * width] = 1;
-            for position in (0..list.len()).rev() {
-                let (row, after) = rows[position * width..].split_at_mut(width);
-                row.copy_from_slice(&after[..width]);
-                or_shifted(row, &after[..width], items[list[position] as usize].size);
-            }
-            reachable.push(rows);
-            widths.push(width);
+            widths.push(width_of(list));
         }
         Ok(Some(Splits {
             part,
@@ -632,7 +621,7 @@ impl<'a> Splits<'a> {
             deciding,
             branching,
             anchor,
-            reachable,
+            reachable: vec![Vec::new(); columns],
             words: widths,
             bottom: vec![false; items.len()],
             bottom_units: vec![0; columns],
@@ -720,9 +709,33 @@ impl<'a> Splits<'a> {
                 step => step,
             };
         }
+        if self.reachable[position].is_empty() && !self.make_table(position, solver) {
+            return Some(Step::Stopped);
+        }
         let column = self.columns[position];
         let need = self.height - self.bottom_units[column];
         self.choose(position, 0, need, solver, members)
+    }
+
+    /// Makes the sum table of `position`; false if the solver is out of nodes for it.
+    fn make_table(&mut self, position: usize, solver: &mut Solver) -> bool {
+        let (list, width) = (&self.deciding[position], self.words[position]);
+        if !solver.step((width * list.len()) as u64 / WORDS_PER_NODE + 1) {
+            return false;
+        }
+        let mut rows = vec![0u64; (list.len() + 1) * width];
+        rows[list.len() * width] = 1;
+        for next in (0..list.len()).rev() {
+            let (row, after) = rows[next * width..].split_at_mut(width);
+            row.copy_from_slice(&after[..width]);
+            or_shifted(
+                row,
+                &after[..width],
+                self.part.items[list[next] as usize].size,
+            );
+        }
+        self.reachable[position] = rows;
+        true
     }
 
     /// Decides item `next` of `position` and the ones after it, `need` units still to put
