@@ -33,8 +33,9 @@
 //!    sooner than their splits are enumerated. One that exhausts proves there is no packing.
 //! 4. The heights a split can have. At the boundary between two columns, the bottom's items
 //!    over both add up to some `x`, and those ending at the boundary and those starting
-//!    after it each to `y - x`: so `y` is `x` plus a sum both sides can make. Sums are bit
-//!    sets; every boundary must allow `y`.
+//!    after it each to `y - x`: so `y` is `x` plus a sum both sides can make (in anchored
+//!    passes, below, the sums of the anchor's side include it). Sums are bit sets; every
+//!    boundary must allow `y`.
 //! 5. For each height, the splits are enumerated by depth-first search over the columns:
 //!    first the one with the fewest live items, then outwards to the right and then to the
 //!    left. In each column only the items that start there (going right) or end there
@@ -532,12 +533,22 @@ impl<'a> Splits<'a> {
         if table_words > MAX_TABLE_WORDS {
             return Ok(None);
         }
+        let anchor = anchored.then(|| {
+            (0..items.len())
+                .max_by_key(|&index| {
+                    let item = &items[index];
+                    (item.end - item.start, item.size, std::cmp::Reverse(index))
+                })
+                .expect("a part has items")
+        });
         // Per boundary between columns c and c + 1: the sizes of the items over both, of
         // those ending at c and of those starting at c + 1. In a split of height y, the
         // bottom's items over both add up to some x, and those ending at c and those starting
         // at c + 1 each to y - x: so y is x plus a sum that both sides can make.
         let mut across: Vec<[Vec<u64>; 3]> = vec![Default::default(); columns - 1];
-        for item in items {
+        // Where the anchor is at each boundary: the sums of that side must include it.
+        let mut anchor_side: Vec<Option<usize>> = vec![None; columns - 1];
+        for (index, item) in items.iter().enumerate() {
             // The boundaries before, inside and after its columns.
             let first = item.start.saturating_sub(1);
             for (boundary, sizes) in across[first..=item.end.min(columns - 2)]
@@ -550,7 +561,11 @@ impl<'a> Splits<'a> {
                     (true, false) => 1,
                     _ => 2,
                 };
-                sizes[side].push(item.size);
+                if Some(index) == anchor {
+                    anchor_side[boundary] = Some(side);
+                } else {
+                    sizes[side].push(item.size);
+                }
             }
         }
         // Fewest items first: their sums are fewest, and the common ones may run out early.
@@ -564,14 +579,25 @@ impl<'a> Splits<'a> {
             if !solver.step(words * count / WORDS_PER_NODE + 1) {
                 return Err(());
             }
-            let mut sums = subset_sums(ending, limit);
-            for (word, other) in sums.iter_mut().zip(&subset_sums(starting, limit)) {
+            // The sums of the side holding the anchor include it: shifted by its size.
+            let with_anchor = |sums: Vec<u64>, side: usize| match (anchor_side[boundary], anchor) {
+                (Some(at), Some(anchor)) if at == side => {
+                    let mut shifted = vec![0u64; sums.len()];
+                    or_shifted(&mut shifted, &sums, items[anchor].size);
+                    shifted
+                }
+                _ => sums,
+            };
+            let mut sums = with_anchor(subset_sums(ending, limit), 1);
+            let starting = with_anchor(subset_sums(starting, limit), 2);
+            for (word, other) in sums.iter_mut().zip(&starting) {
                 *word &= other;
             }
             for &size in over {
                 let before = sums.clone();
                 or_shifted(&mut sums, &before, size);
             }
+            let sums = with_anchor(sums, 0);
             if common.is_empty() {
                 common = sums;
             } else {
@@ -584,14 +610,6 @@ impl<'a> Splits<'a> {
                 return Ok(None);
             }
         }
-        let anchor = anchored.then(|| {
-            (0..items.len())
-                .max_by_key(|&index| {
-                    let item = &items[index];
-                    (item.end - item.start, item.size, std::cmp::Reverse(index))
-                })
-                .expect("a part has items")
-        });
         let lowest = anchor.map_or(1, |anchor| items[anchor].size);
 
         let mut widths = Vec::with_capacity(columns);
