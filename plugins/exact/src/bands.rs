@@ -594,8 +594,7 @@ impl<'a> Splits<'a> {
                 *word &= other;
             }
             for &size in over {
-                let before = sums.clone();
-                or_shifted(&mut sums, &before, size);
+                add_size(&mut sums, size);
             }
             let sums = with_anchor(sums, 0);
             if common.is_empty() {
@@ -834,10 +833,16 @@ fn subset_sums(sizes: &[u64], limit: u64) -> Vec<u64> {
     let mut sums = vec![0u64; (limit / 64 + 1) as usize];
     sums[0] = 1;
     for &size in sizes {
-        let before = sums.clone();
-        or_shifted(&mut sums, &before, size);
+        add_size(&mut sums, size);
     }
     sums
+}
+
+/// `sums |= sums << size`: the sums made with `size` as well. (Shifting a copy is faster
+/// here than shifting in place from the top word down, which does not vectorize.)
+fn add_size(sums: &mut [u64], size: u64) {
+    let before = sums.to_vec();
+    or_shifted(sums, &before, size);
 }
 
 /// `target |= source << shift` on bit sets of one length (bits shifted past the end are
