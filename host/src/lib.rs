@@ -79,6 +79,8 @@ pub fn run(config: config::Config) -> Result<ExitCode> {
         Task::Planners(planners) => commands::planners::run(planners),
         Task::Check(check) => commands::check::run(check),
         Task::Bench(bench) => commands::bench::run(bench),
+        Task::Completions(shell) => commands::shell::completions(*shell),
+        Task::Man => commands::shell::man(),
     }
 }
 

@@ -40,11 +40,26 @@ pub struct PlanDocument<Allocations = Vec<AllocationEntry>> {
     /// The planner's one-line summary (informational).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub summary: String,
+    /// Every planner the run used (`--planner a,b,c`: each, in that order), with what tells
+    /// it apart later (informational).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub planners: Vec<PlannerRecord>,
     /// The target the plan was made for (informational).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
     pub arenas: Vec<ArenaEntry>,
     pub allocations: Allocations,
+}
+
+/// A planner of the run: name, version and where it came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannerRecord {
+    pub name: String,
+    pub version: String,
+    /// The plugin file it was loaded from, or `built in` for memplan's own.
+    pub file: String,
+    /// That file's SHA-256 (lowercase hex), or `built in`.
+    pub sha256: String,
 }
 
 /// One arena: `(role, memory)` with its source memory, size and base alignment.
@@ -114,6 +129,7 @@ pub fn to_document<'a>(
     analysis: &'a Analysis,
     checked: &'a CheckedPlan,
     planner: &str,
+    planners: &[PlannerRecord],
 ) -> PlanDocument<AllocationEntries<'a>> {
     let arenas = checked
         .plan
@@ -134,6 +150,7 @@ pub fn to_document<'a>(
         version: FORMAT_VERSION,
         planner: planner.to_string(),
         summary: checked.plan.summary.to_string(),
+        planners: planners.to_vec(),
         target: Some(analysis.target.clone()),
         arenas,
         allocations: AllocationEntries { analysis, checked },
@@ -464,7 +481,7 @@ mod tests {
         let analysis = analysis();
         let read = read(valid_text()).unwrap();
         let checked = check_resolved_plan(&analysis, read.plan.clone(), read.resolution).unwrap();
-        let document = to_document(&analysis, &checked, "hand");
+        let document = to_document(&analysis, &checked, "hand", &[]);
         let text = to_json(&document);
         assert!(text.contains("\"lower_bound\":32"), "{text}");
         assert!(text.contains("\"name\":\"weights\""), "{text}");

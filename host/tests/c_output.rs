@@ -105,6 +105,7 @@ fn emit_demo(
         prefix: "demo".to_string(),
         external_arenas,
         planner: "fixture".to_string(),
+        planners: Vec::new(),
         emit_tflite: false,
     };
     let plan = render(analysis, checked, &options).expect("render");

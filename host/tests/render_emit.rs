@@ -16,6 +16,7 @@ fn options(external_arenas: bool) -> RenderOptions {
         prefix: "demo".to_string(),
         external_arenas,
         planner: "fixture".to_string(),
+        planners: Vec::new(),
         emit_tflite: false,
     }
 }

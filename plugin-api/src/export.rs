@@ -20,10 +20,11 @@ use abi_stable::{declare_root_module_statics, StableAbi};
 use crate::abi::{MemoryPlan, PlanError, PlanErrorKind, PlanRequest};
 use crate::context::HostContext;
 
-/// The plugin ABI version. Independent of the crate version: a host and a plugin built
-/// against any `1.x` plugin-api agree. A layout change of any type in [`crate::abi`] is a new
-/// major version.
-pub const ABI_VERSION: &str = "1.0.0";
+/// The plugin ABI version. Independent of the crate version (set in `build.rs`, which also
+/// makes abi_stable record it as the version of every type): a host and a plugin built
+/// against any plugin-api release with ABI `1.x` agree. A layout change of any type in
+/// [`crate::abi`] is a new major version.
+pub const ABI_VERSION: &str = env!("MEMPLAN_ABI_VERSION");
 
 /// The symbol abi_stable looks up in a dynamic library (see the module docs).
 #[doc(hidden)]
@@ -175,17 +176,17 @@ macro_rules! export_planners {
             &[$(<$planner as $crate::Planner>::NAME),+],
         )] = $crate::manifest::__manifest(&[$(<$planner as $crate::Planner>::NAME),+]);
 
+        $crate::planner_root_module!($($planner),+);
+
         #[doc(hidden)]
         #[unsafe(export_name = "_1as_0lib_1header_0root_bmodule_bloader")]
         pub static MEMPLAN_PLUGIN_ROOT_MODULE_LOADER: $crate::abi_stable::library::LibHeader = {
-            fn memplan_root_module() -> $crate::PluginModuleRef {
+            fn exported_root_module() -> $crate::PluginModuleRef {
                 ::std::hint::black_box(&MEMPLAN_PLANNER_MANIFEST);
-                static ENTRIES: &[$crate::PlannerEntry] =
-                    &[$($crate::PlannerEntry::of::<$planner>()),+];
-                $crate::__plugin_module(ENTRIES)
+                memplan_root_module()
             }
             extern "C" fn memplan_erased_root_module() -> $crate::abi_stable::library::RootModuleResult {
-                $crate::abi_stable::library::__call_root_module_loader(memplan_root_module)
+                $crate::abi_stable::library::__call_root_module_loader(exported_root_module)
             }
             unsafe {
                 $crate::abi_stable::library::LibHeader::from_constructor::<$crate::PluginModuleRef>(
@@ -197,11 +198,53 @@ macro_rules! export_planners {
     };
 }
 
+/// Defines `pub fn memplan_root_module() -> PluginModuleRef`: the root module of planners
+/// linked into a program rather than loaded from a file, the very module the exported loader
+/// of [`export_planners!`] returns. memplan links its own planners in this way (their crates
+/// build as `rlib`s) and calls them through the same [`PlannerEntry`] path as a loaded
+/// plugin's.
+///
+/// A crate linked into memplan must not call `export_planners!` itself: the loader symbol has
+/// one fixed name, so two such crates in one program would define it twice. Its `cdylib` is a
+/// separate crate that calls `export_planners!` with the same planners.
+#[macro_export]
+macro_rules! planner_root_module {
+    ($($planner:ty),+ $(,)?) => {
+        /// The root module of this crate's planners (see
+        /// `memplan_plugin_api::planner_root_module!`).
+        #[doc(hidden)]
+        pub fn memplan_root_module() -> $crate::PluginModuleRef {
+            static ENTRIES: &[$crate::PlannerEntry] =
+                &[$($crate::PlannerEntry::of::<$planner>()),+];
+            static MODULE: ::std::sync::OnceLock<$crate::PluginModuleRef> =
+                ::std::sync::OnceLock::new();
+            *MODULE.get_or_init(|| $crate::__plugin_module(ENTRIES))
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::abi::{PlanErrorKind, PlanRequest};
     use abi_stable::std_types::{RString, RVec};
+
+    #[test]
+    fn abi_stable_records_the_abi_version_not_the_crate_version() {
+        use abi_stable::StableAbi;
+        for layout in [
+            <PlanRequest as StableAbi>::LAYOUT,
+            <MemoryPlan as StableAbi>::LAYOUT,
+            <PlannerEntry as StableAbi>::LAYOUT,
+        ] {
+            let (package, version) = layout.package_and_version();
+            assert_eq!(package, "memplan-plugin-api");
+            assert_eq!(version.to_string(), ABI_VERSION);
+        }
+        // The crate's own version follows semver for its Rust API and may differ.
+        assert_eq!(ABI_VERSION, "1.0.0");
+        assert_eq!(env!("MEMPLAN_PLUGIN_API_CRATE_VERSION"), "2.0.0");
+    }
 
     #[test]
     fn loader_symbol_matches_abi_stable() {

@@ -3,8 +3,10 @@
 //!
 //! The binary and the workspace plugins are built once per test process by a nested
 //! `cargo build` into their own target directory (`target/e2e`), so the tests do not depend
-//! on what `cargo test` happened to build and never wait on the outer build's lock. The
-//! plugins land beside the binary, where the default search path finds them.
+//! on what `cargo test` happened to build and never wait on the outer build's lock. memplan's
+//! planners are built into the binary; the plugin files of the same planners
+//! (`plugins/*/cdylib`) land beside it, where the default search path does not look: a test
+//! that runs them as plugin files passes `--plugin-dir`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -49,7 +51,8 @@ pub fn memplan_bin() -> &'static Path {
     })
 }
 
-/// The directory holding the workspace plugins (the binary's directory).
+/// The directory holding the plugin files of the built-in planners (the binary's directory,
+/// which the default search path does not include).
 pub fn plugin_dir() -> PathBuf {
     memplan_bin()
         .parent()
@@ -253,8 +256,10 @@ pub fn plugin_api_copy(label: &str, edit: impl FnOnce(&Path)) -> PathBuf {
     let _ = std::fs::remove_dir_all(&copy);
     let original = workspace_root().join("plugin-api");
     copy_dir(&original.join("src"), &copy.join("src"));
-    std::fs::copy(original.join("Cargo.toml"), copy.join("Cargo.toml"))
-        .expect("copy plugin-api manifest");
+    for file in ["Cargo.toml", "build.rs"] {
+        std::fs::copy(original.join(file), copy.join(file))
+            .unwrap_or_else(|error| panic!("copy plugin-api's {file}: {error}"));
+    }
     edit(&copy);
     copy
 }

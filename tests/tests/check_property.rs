@@ -7,17 +7,16 @@
 //! violation kind that mutation causes.
 
 use std::ffi::c_void;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use memplan::analyze::Analysis;
 use memplan::check::{check_plan, ViolationKind};
 use memplan_planner_kit::testing::XorShift64Star;
-use memplan_plugin_api::abi_stable::library::lib_header_from_path;
 use memplan_plugin_api::abi_stable::std_types::{RNone, RSome, RStr, RString, RVec};
 use memplan_plugin_api::{
     AliasOf, ArenaRole, HostContext, Lifetime, LogLevel, MemoryPlan, MemoryRequest, PlanRequest,
-    PlannerEntry, PluginModuleRef, TensorKind, TensorRequest,
+    TensorKind, TensorRequest,
 };
 
 const SEEDS: u64 = 150;
@@ -144,31 +143,6 @@ fn analysis_of(request: PlanRequest) -> Analysis {
         constant_data: vec![None; count],
         request,
     }
-}
-
-/// Every planner of every plugin library in `dir`.
-fn planners_in(dir: &Path) -> Vec<PlannerEntry> {
-    let prefix = std::env::consts::DLL_PREFIX;
-    let suffix = format!(".{}", std::env::consts::DLL_EXTENSION);
-    let mut libraries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("read the plugin directory")
-        .map(|entry| entry.expect("directory entry").path())
-        .filter(|path| {
-            let name = path.file_name().unwrap().to_string_lossy();
-            name.starts_with(prefix) && name.ends_with(&suffix)
-        })
-        .collect();
-    libraries.sort();
-    let mut planners = Vec::new();
-    for library in libraries {
-        let header = lib_header_from_path(&library)
-            .unwrap_or_else(|error| panic!("{}: {error}", library.display()));
-        let module = header
-            .init_root_module::<PluginModuleRef>()
-            .unwrap_or_else(|error| panic!("{}: {error}", library.display()));
-        planners.extend(module.planners().iter().copied());
-    }
-    planners
 }
 
 /// The non-alias, non-empty allocations bound to `arena_role`/`arena_memory`: the slots.
@@ -368,7 +342,8 @@ const MUTATIONS: [(&str, Mutation); 5] = [
 
 #[test]
 fn shipped_planners_pass_the_checker_and_every_mutation_is_caught() {
-    let planners = planners_in(&memplan_tests::plugin_dir());
+    // The planners memplan runs: built in, through the same entries their plugin files export.
+    let planners = memplan::registry::builtin::entries();
     assert!(
         planners
             .iter()

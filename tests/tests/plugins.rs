@@ -67,9 +67,16 @@ fn stderr(output: &std::process::Output) -> String {
 }
 
 #[test]
-fn planners_json_lists_linear_with_the_sha256_of_its_file() {
-    let (document, _) = planners_json(&[]);
+fn planners_json_lists_the_built_in_planners_and_files_with_their_sha256() {
+    let (document, output) = planners_json(&[]);
     assert_eq!(keys(&document), ["planners", "rejected"]);
+    let names: Vec<&str> = document["planners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|planner| planner["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["exact", "greedy-bestfit", "linear", "portfolio"]);
     let linear = planner(&document, "linear").expect("linear is listed");
     assert_eq!(
         keys(linear),
@@ -82,30 +89,43 @@ fn planners_json_lists_linear_with_the_sha256_of_its_file() {
             "version"
         ]
     );
-    // Found beside the memplan executable: memplan's own, run in process by default.
+    // Built into memplan: memplan's own, run in process by default, with no file.
     assert_eq!(linear["shipped"], true);
-    let path = Path::new(linear["path"].as_str().expect("path is a string"));
-    assert_eq!(
-        path.parent(),
-        Some(plugin_dir().canonicalize().unwrap().as_path())
-    );
-    assert_eq!(linear["sha256"].as_str(), Some(sha256_of(path).as_str()));
+    assert_eq!(linear["path"], "built in");
+    assert_eq!(linear["sha256"], "built in");
     assert!(!linear["version"].as_str().unwrap().is_empty());
     assert!(!linear["description"].as_str().unwrap().is_empty());
+    // The plugin files of the same planners lie beside the binary, which is not searched.
+    assert!(rejected(&document).is_empty(), "{}", describe(&output));
+
+    // Given with --plugin-dir, the file's `linear` is used instead, third-party.
+    let dir = plugin_dir().canonicalize().unwrap();
+    let (document, output) = planners_json(&["--plugin-dir", dir.to_str().unwrap()]);
+    let linear = planner(&document, "linear").expect("linear is listed");
+    assert_eq!(linear["shipped"], false, "{}", describe(&output));
+    let path = Path::new(linear["path"].as_str().expect("path is a string"));
+    assert_eq!(path, dir.join(library_file_name("memplan_plugin_linear")));
+    assert_eq!(linear["sha256"].as_str(), Some(sha256_of(path).as_str()));
+    assert!(
+        stderr(&output).contains("replaces memplan's built-in `linear`"),
+        "{}",
+        describe(&output)
+    );
 }
 
 #[test]
 fn planners_text_shows_name_file_and_hash() {
-    let output = run_memplan(["planners"]);
+    let dir = plugin_dir().canonicalize().unwrap();
+    let output = run_memplan(["planners", "--plugin-dir", dir.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     let text = String::from_utf8_lossy(&output.stdout);
-    let library = plugin_dir()
-        .canonicalize()
-        .unwrap()
-        .join(library_file_name("memplan_planner_linear"));
+    let library = dir.join(library_file_name("memplan_plugin_linear"));
     assert!(text.contains("linear "), "{text}");
     assert!(text.contains(&library.display().to_string()), "{text}");
     assert!(text.contains(&sha256_of(&library)), "{text}");
+    let output = run_memplan(["planners"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("file:   built into memplan"), "{text}");
 }
 
 #[test]
@@ -194,9 +214,21 @@ fn an_unknown_planner_exits_4_listing_planners_and_directories() {
         message.contains(&dir.canonicalize().unwrap().display().to_string()),
         "{message}"
     );
-    let default_dir = plugin_dir().canonicalize().unwrap();
+    // The hint names the built-in planners and how a third-party file is found, and no
+    // longer sends anyone to the executable's directory (#34 item 9).
     assert!(
-        message.contains(&default_dir.display().to_string()),
+        message.contains(
+            "memplan's own planners are built in (greedy-bestfit, exact, portfolio, linear)"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains("pass its directory with --plugin-dir DIR"),
+        "{message}"
+    );
+    let exe_dir = plugin_dir().canonicalize().unwrap();
+    assert!(
+        !message.contains(&exe_dir.display().to_string()),
         "{message}"
     );
 }
@@ -212,6 +244,35 @@ fn a_missing_plugin_dir_is_bad_usage() {
         .unwrap();
     let message = failed_with(&output, 2);
     assert!(message.contains("not-there"), "{message}");
+}
+
+#[test]
+fn a_plugin_built_against_plugin_api_1_0_loads_in_a_host_built_with_2_x() {
+    // The crate's major version moved (the kit moved out: a source break), the ABI did not:
+    // abi_stable compares the version it records in every type's layout, which plugin-api's
+    // build.rs sets to the ABI version. A plugin built against a plugin-api release 1.0.0 with
+    // the same types must load and plan.
+    let api_1_0 = plugin_api_copy("plugin-api-1.0.0", |copy| {
+        let manifest = copy.join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        assert!(text.contains("version = \"2.0.0\""), "{text}");
+        std::fs::write(
+            &manifest,
+            text.replace("version = \"2.0.0\"", "version = \"1.0.0\""),
+        )
+        .unwrap();
+    });
+    let library = build_fixture_plugin("vendor", "memplan-fixture-api-1-0", &api_1_0);
+    let dir = plugin_dir_with("api-1-0", &[(&library, &library_file_name("old_api"))]);
+    let (document, output) = planners_json(&["--plugin-dir", dir.to_str().unwrap()]);
+    assert!(rejected(&document).is_empty(), "{}", describe(&output));
+    assert!(
+        planner(&document, "fixture-vendor").is_some(),
+        "{}",
+        describe(&output)
+    );
+    let planned = plan_tiny("fixture-vendor", &dir, &[]);
+    assert_eq!(planned.status.code(), Some(0), "{}", describe(&planned));
 }
 
 #[test]

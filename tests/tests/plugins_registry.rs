@@ -24,16 +24,31 @@ fn request() -> PlanRequest {
 }
 
 #[test]
-fn linear_runs_through_the_registry() {
+fn linear_runs_through_the_registry_from_its_plugin_file_and_built_in() {
+    // A directory given as by --plugin-dir: its file's `linear` replaces the built-in one.
     let registry = Registry::scan(vec![plugin_dir().canonicalize().unwrap()]);
-    let linear = registry.find("linear").expect("linear is found");
-    assert!(linear
-        .file
+    let from_file = registry.find("linear").expect("linear is found");
+    assert!(!from_file.shipped());
+    assert!(from_file
+        .source
+        .file()
+        .expect("linear comes from its plugin file")
         .path
-        .ends_with(library_file_name("memplan_planner_linear")));
-    let plan = linear
+        .ends_with(library_file_name("memplan_plugin_linear")));
+    assert_eq!(registry.shadowed("linear"), ["memplan's built-in planners"]);
+    let built_in = Registry::scan(Vec::new());
+    let built_in = built_in.find("linear").expect("linear is built in");
+    assert!(built_in.shipped());
+    // The same planner both ways, through the same entry point: the same plan.
+    let plan = from_file
         .run(&request(), &RunLimits::default())
         .expect("linear plans");
+    assert_eq!(
+        built_in
+            .run(&request(), &RunLimits::default())
+            .expect("built-in linear plans"),
+        plan
+    );
     assert_eq!(plan.allocations.len(), 2);
     assert_eq!(plan.arenas.len(), 1);
     assert_eq!(plan.arenas[0].role, ArenaRole::Scratch);

@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Parser, Debug)]
 #[command(
     name = "memplan",
-    version,
+    version = version_line(),
     about = "Plan tensor memory for microcontrollers, with pluggable planners"
 )]
 pub struct Cli {
@@ -21,6 +21,21 @@ pub struct Cli {
     pub quiet: bool,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// What `memplan --version` prints after the name: memplan's version, the plugin ABI version
+/// plugins must be built against, and the commit it was built from (`unknown` for a build from
+/// a package without git history; see `host/build.rs`).
+pub fn version_line() -> &'static str {
+    static LINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LINE.get_or_init(|| {
+        format!(
+            "{} (plugin ABI {}, commit {})",
+            env!("CARGO_PKG_VERSION"),
+            memplan_plugin_api::ABI_VERSION,
+            env!("MEMPLAN_COMMIT")
+        )
+    })
 }
 
 /// The logging flags, which an `--isolate` worker inherits.
@@ -40,6 +55,17 @@ pub enum Command {
     Check(CheckArgs),
     /// Compare planners: arena height, lower bound, ratio and planning time per input.
     Bench(BenchArgs),
+    /// Print shell completions for memplan (bash, zsh, fish, elvish, powershell) on stdout.
+    ///
+    /// bash: `memplan completions bash > ~/.local/share/bash-completion/completions/memplan`;
+    /// zsh: into a directory of `$fpath` as `_memplan`; fish: into
+    /// `~/.config/fish/completions/memplan.fish`. The install script does this for its prefix.
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+    /// Print memplan's man page (roff) on stdout: `memplan man > memplan.1; man ./memplan.1`.
+    Man,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

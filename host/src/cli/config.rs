@@ -30,6 +30,10 @@ pub enum Task {
     Planners(PlannersConfig),
     Check(CheckConfig),
     Bench(BenchConfig),
+    /// `memplan completions SHELL`.
+    Completions(clap_complete::Shell),
+    /// `memplan man`.
+    Man,
 }
 
 /// `--target`, `--memory` (parsed) and `--rules`; the files they name are read by the read
@@ -107,6 +111,8 @@ pub fn resolve(cli: Cli) -> Result<Config> {
         Command::Planners(args) => Task::Planners(planners(args)?),
         Command::Check(args) => Task::Check(check(args)?),
         Command::Bench(args) => Task::Bench(bench(args, verbosity)?),
+        Command::Completions { shell } => Task::Completions(shell),
+        Command::Man => Task::Man,
     };
     Ok(Config { verbosity, task })
 }
@@ -117,6 +123,7 @@ fn plan(args: PlanArgs) -> Result<PlanConfig> {
         prefix: args.prefix,
         external_arenas: args.external_arenas,
         planner: String::new(),
+        planners: Vec::new(),
         emit_tflite: args.emit_tflite,
     };
     render::check_options(&render)?;

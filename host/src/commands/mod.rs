@@ -4,6 +4,7 @@ pub mod bench;
 pub mod check;
 pub mod plan;
 pub mod planners;
+pub mod shell;
 
 use std::path::Path;
 

@@ -9,7 +9,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::registry::Registry;
 use crate::report::plan::{self as summary, RunReport};
 use crate::selection;
-use crate::{check, emit, render};
+use crate::{check, emit, plan_file, render};
 
 /// Runs `stage` and records how long it took under `name`.
 fn timed<T>(
@@ -36,6 +36,15 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
         .iter()
         .map(|name| registry.find(name))
         .collect::<Result<Vec<_>>>()?;
+    render_options.planners = planners
+        .iter()
+        .map(|planner| plan_file::PlannerRecord {
+            name: planner.name.clone(),
+            version: planner.version.clone(),
+            file: planner.source.path_label(),
+            sha256: planner.source.sha256_label().to_string(),
+        })
+        .collect();
 
     let mut timings = Vec::new();
     let mut analysis = timed(&mut timings, "read+analyze", || {
@@ -103,7 +112,7 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
 
     let chosen = registry.find(&render_options.planner)?;
     let report = RunReport {
-        planner_file: chosen.file.path.clone(),
+        planner_file: chosen.source.path_label(),
         shadowed_files: registry.shadowed(&chosen.name).to_vec(),
         planner: render_options.planner.clone(),
         planner_summary,

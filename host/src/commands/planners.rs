@@ -1,5 +1,6 @@
-//! `memplan planners`: list the planners found (name, version, description, file, the file's
-//! SHA-256 and where the planner runs by default), then the files that were rejected and why.
+//! `memplan planners`: list the planners (name, version, description, file — `built in` for
+//! memplan's own —, the file's SHA-256 and where the planner runs by default), then the files
+//! that were rejected and why.
 
 use std::process::ExitCode;
 
@@ -22,10 +23,12 @@ struct PlannerRecord<'a> {
     name: &'a str,
     version: &'a str,
     description: &'a str,
+    /// The plugin file, or `built in`.
     path: String,
+    /// The file's SHA-256, or `built in`.
     sha256: &'a str,
-    /// Part of memplan's installation: runs in process by default, where third-party
-    /// planners run sandboxed (`--isolate=auto`).
+    /// Built into memplan: runs in process by default, where third-party planners (every
+    /// plugin file) run sandboxed (`--isolate=auto`).
     shipped: bool,
 }
 
@@ -54,9 +57,9 @@ fn json_listing(registry: &Registry) -> Result<String> {
                 name: &planner.name,
                 version: &planner.version,
                 description: &planner.description,
-                path: planner.file.path.display().to_string(),
-                sha256: &planner.file.sha256,
-                shipped: planner.shipped,
+                path: planner.source.path_label(),
+                sha256: planner.source.sha256_label(),
+                shipped: planner.shipped(),
             })
             .collect(),
         rejected: registry
@@ -79,15 +82,21 @@ fn text_listing(registry: &Registry) -> String {
         out.push_str("no planners found\n");
     }
     for planner in planners {
+        let origin = match planner.source.file() {
+            None => "    file:   built into memplan\n".to_string(),
+            Some(file) => format!(
+                "    file:   {}\n    sha256: {}\n",
+                file.path.display(),
+                file.sha256
+            ),
+        };
         out.push_str(&format!(
-            "{} {}\n    {}\n    file:   {}\n    sha256: {}\n    runs:   {}\n",
+            "{} {}\n    {}\n{origin}    runs:   {}\n",
             planner.name,
             planner.version,
             planner.description,
-            planner.file.path.display(),
-            planner.file.sha256,
-            if planner.shipped {
-                "in process (shipped with memplan)"
+            if planner.shipped() {
+                "in process (built into memplan)"
             } else {
                 "in a sandboxed worker (third-party; --isolate=never to run it in process)"
             }

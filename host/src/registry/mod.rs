@@ -2,12 +2,16 @@
 //! NAME; running one is [`crate::runner`]'s job, choosing between several
 //! [`crate::selection`]'s.
 //!
+//! memplan's own planners are [`builtin`]: linked into the binary, registered between the
+//! `--plugin-dir` directories and the rest of the search path. Every file is third-party.
+//!
 //! Discovery walks the search path of [`search`] (each `--plugin-dir`, `MEMPLAN_PLUGIN_PATH`,
-//! the executable's directory and its `plugins/`; never the current directory), loads every
-//! candidate file with [`load::load_plugin`] and registers each planner the file exports by
-//! its NAME:
-//! - a name seen in an earlier directory wins; a later one is shadowed, with a warning naming
-//!   the shadowed file;
+//! the installation's plugin folders; never the current directory), loads every candidate
+//! file with [`load::load_plugin`] and registers each planner the file exports by its NAME:
+//! - a name seen earlier wins; a later one is shadowed, with a warning naming the shadowed
+//!   file. So a `--plugin-dir` file (asked for on the command line) replaces a built-in
+//!   planner of its name, and a built-in planner wins over files of `MEMPLAN_PLUGIN_PATH` and
+//!   the plugin folders; a planner pinned to a file's SHA-256 is never the built-in one;
 //! - a name exported twice within one directory is ambiguous (the order of files in a
 //!   directory is no way to choose): neither is used, and selecting it is an error naming both
 //!   files;
@@ -22,6 +26,7 @@
 //!
 //! Libraries are never unloaded, so planner handles stay valid for the whole process.
 
+pub mod builtin;
 pub mod load;
 pub mod manifest;
 pub mod search;
@@ -39,30 +44,76 @@ pub use load::{load_plugin, open_module, LoadFailure, PluginFile};
 pub use search::{candidate_files, executable_dir, search_path, PLUGIN_PATH_VAR};
 pub use trust::{OpenedPlugin, PinSource, TrustPolicy};
 
-/// One planner exported by a loaded plugin.
+/// Where a planner comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlannerSource {
+    /// Linked into memplan ([`builtin`]): memplan's own planner.
+    BuiltIn,
+    /// Exported by a plugin file (shared by every planner of that file): third-party.
+    File(Arc<PluginFile>),
+}
+
+impl PlannerSource {
+    /// What the plan file and `memplan planners` record in place of a file for a built-in
+    /// planner.
+    pub const BUILT_IN: &'static str = "built in";
+
+    /// The plugin file, `None` for a built-in planner.
+    pub fn file(&self) -> Option<&PluginFile> {
+        match self {
+            PlannerSource::BuiltIn => None,
+            PlannerSource::File(file) => Some(file),
+        }
+    }
+
+    /// The file's path, or [`PlannerSource::BUILT_IN`].
+    pub fn path_label(&self) -> String {
+        self.file().map_or_else(
+            || Self::BUILT_IN.to_string(),
+            |file| file.path.display().to_string(),
+        )
+    }
+
+    /// The file's SHA-256, or [`PlannerSource::BUILT_IN`].
+    pub fn sha256_label(&self) -> &str {
+        self.file().map_or(Self::BUILT_IN, |file| &file.sha256)
+    }
+}
+
+impl std::fmt::Display for PlannerSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlannerSource::BuiltIn => write!(f, "memplan's built-in planners"),
+            PlannerSource::File(file) => write!(f, "{}", file.path.display()),
+        }
+    }
+}
+
+/// One planner: built in, or exported by a loaded plugin.
 #[derive(Clone)]
 pub struct PlannerHandle {
     pub name: String,
     pub version: String,
     pub description: String,
-    /// The file it was loaded from (shared by every planner of that file).
-    pub file: Arc<PluginFile>,
-    /// Whether that file is part of memplan's installation (see [`is_installed_with_memplan`]);
-    /// `--isolate=auto` runs the others in a sandboxed worker.
-    pub shipped: bool,
+    pub source: PlannerSource,
     entry: PlannerEntry,
 }
 
 impl PlannerHandle {
-    fn new(entry: PlannerEntry, file: Arc<PluginFile>, shipped: bool) -> PlannerHandle {
+    fn new(entry: PlannerEntry, source: PlannerSource) -> PlannerHandle {
         PlannerHandle {
             name: entry.name.as_str().to_string(),
             version: entry.version.as_str().to_string(),
             description: entry.description.as_str().to_string(),
-            file,
-            shipped,
+            source,
             entry,
         }
+    }
+
+    /// Whether this planner is memplan's own (built in); `--isolate=auto` runs the others in
+    /// a sandboxed worker.
+    pub fn shipped(&self) -> bool {
+        self.source == PlannerSource::BuiltIn
     }
 
     /// Whether this planner runs in a worker process under `isolation`: always, never, or
@@ -71,7 +122,7 @@ impl PlannerHandle {
         match isolation {
             Isolation::Never => false,
             Isolation::Always => true,
-            Isolation::Auto => !self.shipped,
+            Isolation::Auto => !self.shipped(),
         }
     }
 
@@ -83,9 +134,11 @@ impl PlannerHandle {
         limits: &RunLimits,
         isolation: Isolation,
     ) -> Result<MemoryPlan> {
-        let why = match (isolation, self.shipped) {
-            (Isolation::Auto, true) => "shipped with memplan".to_string(),
-            (Isolation::Auto, false) => format!("third-party: {}", self.file.path.display()),
+        let why = match (isolation, &self.source) {
+            (Isolation::Auto, PlannerSource::BuiltIn) => "built into memplan".to_string(),
+            (Isolation::Auto, PlannerSource::File(file)) => {
+                format!("third-party: {}", file.path.display())
+            }
             (Isolation::Always, _) => "--isolate".to_string(),
             (Isolation::Never, _) => "--isolate=never".to_string(),
         };
@@ -104,7 +157,7 @@ impl PlannerHandle {
     /// Runs this planner on `request` within `limits` (see [`run_planner`] for how its
     /// failures map onto exit codes).
     pub fn run(&self, request: &PlanRequest, limits: &RunLimits) -> Result<MemoryPlan> {
-        let origin = self.file.path.display().to_string();
+        let origin = self.source.to_string();
         run_planner(&self.name, &origin, &self.entry, request, limits)
     }
 
@@ -113,7 +166,7 @@ impl PlannerHandle {
     /// [`PlannerHandle::run`], and a crash, exit, time-out or sandbox violation of the worker
     /// is exit 4.
     pub fn run_isolated(&self, request: &PlanRequest, limits: &RunLimits) -> Result<MemoryPlan> {
-        let origin = self.file.path.display().to_string();
+        let origin = self.source.to_string();
         let limits = limits.for_worker();
         let job = WorkerJob {
             planner: &self.name,
@@ -135,7 +188,7 @@ impl std::fmt::Debug for PlannerHandle {
         f.debug_struct("PlannerHandle")
             .field("name", &self.name)
             .field("version", &self.version)
-            .field("file", &self.file.path)
+            .field("source", &self.source)
             .finish_non_exhaustive()
     }
 }
@@ -173,9 +226,9 @@ pub struct Registry {
     /// Whether every file was loaded (not only the pinned ones), so that a planner name no
     /// file provides is known to be provided by none.
     loaded_every_file: bool,
-    /// By planner name: the files later in the search path whose planner of that name the
-    /// registered one shadows.
-    shadowed: BTreeMap<String, Vec<PathBuf>>,
+    /// By planner name: what the registered one shadows (files later in the search path, or
+    /// the built-in planner), as [`PlannerSource`] displays it.
+    shadowed: BTreeMap<String, Vec<String>>,
     /// Files not loaded because their manifest names none of the selected planners, with the
     /// planners they declare (for suggestions and pin checks).
     not_loaded: Vec<(PathBuf, Vec<String>)>,
@@ -196,7 +249,9 @@ impl Registry {
             env_path.as_deref(),
             executable_dir().as_deref(),
         )?;
-        let registry = Registry::scan_with(searched, trust, selected);
+        // The --plugin-dir directories come first in the search path, each once.
+        let command_line = search_path(plugin_dirs, None, None)?.len();
+        let registry = Registry::scan_with(searched, command_line, trust, selected);
         registry.check_pins_name_planners(selected)?;
         Ok(registry)
     }
@@ -242,14 +297,24 @@ impl Registry {
         Ok(())
     }
 
-    /// Loads every candidate file of `searched`, in order, under the default trust policy
-    /// (insecure files refused, nothing pinned).
+    /// Loads every candidate file of `searched`, in order, as `--plugin-dir` directories
+    /// (before the built-in planners), under the default trust policy (insecure files
+    /// refused, nothing pinned).
     pub fn scan(searched: Vec<PathBuf>) -> Registry {
-        Registry::scan_with(searched, &TrustPolicy::default(), &[])
+        let command_line = searched.len();
+        Registry::scan_with(searched, command_line, &TrustPolicy::default(), &[])
     }
 
-    /// Loads every candidate file of `searched` that `trust` allows, in order.
-    pub fn scan_with(searched: Vec<PathBuf>, trust: &TrustPolicy, selected: &[&str]) -> Registry {
+    /// Loads every candidate file of `searched` that `trust` allows, in order, and registers
+    /// the built-in planners after its first `command_line` directories (the `--plugin-dir`
+    /// ones): a planner of a directory the user named on the command line replaces the
+    /// built-in one of its name; the rest of the search path does not.
+    pub fn scan_with(
+        searched: Vec<PathBuf>,
+        command_line: usize,
+        trust: &TrustPolicy,
+        selected: &[&str],
+    ) -> Registry {
         let mut registry = Registry {
             searched: Vec::new(),
             trust: trust.clone(),
@@ -259,25 +324,45 @@ impl Registry {
             .required_hashes(selected)
             .map(|pins| pins.into_iter().map(|pin| pin.sha256.clone()).collect());
         let _workdir = crate::runner::workdir::KeepWorkingDirectory::new("loading plugins");
-        let installation = installation_dirs();
-        for dir in &searched {
-            registry.scan_directory(dir, required.as_deref(), &installation, selected);
+        for (position, dir) in searched.iter().enumerate() {
+            if position == command_line {
+                registry.register_builtin();
+            }
+            registry.scan_directory(dir, required.as_deref(), selected);
+        }
+        if searched.len() <= command_line {
+            registry.register_builtin();
         }
         registry.searched = searched;
         registry.loaded_every_file = required.is_none();
         registry
     }
 
+    /// Registers the built-in planners, except those pinned to a file's SHA-256 (a pin asks
+    /// for that file's planner) and those a `--plugin-dir` file provides already.
+    fn register_builtin(&mut self) {
+        for entry in builtin::entries() {
+            let handle = PlannerHandle::new(entry, PlannerSource::BuiltIn);
+            if let Some(pin) = self.trust.pin(&handle.name) {
+                tracing::debug!(
+                    "built-in planner `{}` not used: {} pins it to a plugin file",
+                    handle.name,
+                    pin.source
+                );
+                continue;
+            }
+            self.register(
+                Path::new(PlannerSource::BUILT_IN),
+                handle.name.clone(),
+                vec![handle],
+            );
+        }
+    }
+
     /// Loads the candidate files of `dir`; with `required`, only those with one of its hashes;
     /// with planners `selected`, only those whose manifest declares one of them (or that have
-    /// no manifest). Files in `installation` (memplan's own directories) are shipped with it.
-    fn scan_directory(
-        &mut self,
-        dir: &Path,
-        required: Option<&[String]>,
-        installation: &[PathBuf],
-        selected: &[&str],
-    ) {
+    /// no manifest).
+    fn scan_directory(&mut self, dir: &Path, required: Option<&[String]>, selected: &[&str]) {
         let files = match candidate_files(dir) {
             Ok(files) => files,
             Err(error) => {
@@ -324,7 +409,6 @@ impl Registry {
             }
             match load_plugin(opened) {
                 Ok((file, module)) => {
-                    let shipped = is_installed_with_memplan(&file.path, installation);
                     let file = Arc::new(file);
                     let entries = module.planners();
                     if let Some(reason) = manifest_mismatch(declared.as_deref(), &entries) {
@@ -339,7 +423,8 @@ impl Registry {
                         });
                     }
                     for entry in entries.iter() {
-                        let handle = PlannerHandle::new(*entry, Arc::clone(&file), shipped);
+                        let handle =
+                            PlannerHandle::new(*entry, PlannerSource::File(Arc::clone(&file)));
                         if !is_valid_planner_name(&handle.name) {
                             self.rejected.push(Rejected {
                                 path: path.clone(),
@@ -394,21 +479,42 @@ impl Registry {
     fn register(&mut self, dir: &Path, name: String, mut handles: Vec<PlannerHandle>) {
         if let Some(claim) = self.claims.get(&name) {
             let winner = match claim {
-                Claim::Planner(index) => self.planners[*index].file.path.display().to_string(),
+                Claim::Planner(index) => self.planners[*index].source.to_string(),
                 Claim::Ambiguous(paths) => join_paths(paths),
             };
             for handle in handles {
-                let reason = format!(
-                    "planner `{name}` is shadowed by {winner}, which comes earlier in the \
-                     search path"
-                );
-                tracing::warn!("{}: {reason}", handle.file.path.display());
+                let shadowed = handle.source.to_string();
                 self.shadowed
                     .entry(name.clone())
                     .or_default()
-                    .push(handle.file.path.clone());
+                    .push(shadowed.clone());
+                let PlannerSource::File(file) = &handle.source else {
+                    // A --plugin-dir file replaces the built-in planner: the user asked for it.
+                    tracing::warn!(
+                        "planner `{name}` of {winner} (--plugin-dir) replaces memplan's built-in \
+                         `{name}`"
+                    );
+                    continue;
+                };
+                let built_in_wins = matches!(
+                    claim,
+                    Claim::Planner(index) if self.planners[*index].shipped()
+                );
+                let reason = if built_in_wins {
+                    format!(
+                        "planner `{name}` is built into memplan, which wins over files of \
+                         {PLUGIN_PATH_VAR} and the plugin folders; to run this file's instead, \
+                         pass its directory with --plugin-dir (or pin `{name}` to its SHA-256)"
+                    )
+                } else {
+                    format!(
+                        "planner `{name}` is shadowed by {winner}, which comes earlier in the \
+                         search path"
+                    )
+                };
+                tracing::warn!("{}: {reason}", file.path.display());
                 self.rejected.push(Rejected {
-                    path: handle.file.path.clone(),
+                    path: file.path.clone(),
                     reason,
                 });
             }
@@ -421,7 +527,10 @@ impl Registry {
             self.planners.push(handle);
             return;
         }
-        let mut paths: Vec<PathBuf> = handles.iter().map(|h| h.file.path.clone()).collect();
+        let mut paths: Vec<PathBuf> = handles
+            .iter()
+            .filter_map(|h| h.source.file().map(|file| file.path.clone()))
+            .collect();
         paths.dedup();
         let reason = if paths.len() == 1 {
             format!("exports planner `{name}` more than once, so none of them is used")
@@ -466,9 +575,9 @@ impl Registry {
         names
     }
 
-    /// The files whose planner `name` is shadowed by the one registered (later in the search
-    /// path), in discovery order.
-    pub fn shadowed(&self, name: &str) -> &[PathBuf] {
+    /// What the registered planner `name` shadows (files later in the search path, or the
+    /// built-in planner), in discovery order.
+    pub fn shadowed(&self, name: &str) -> &[String] {
         self.shadowed.get(name).map_or(&[], Vec::as_slice)
     }
 
@@ -566,10 +675,12 @@ impl Registry {
                         .join("; ")
                 ),
             };
+        let builtin = builtin::names().join(", ");
         format!(
-            "no planner named `{name}`{suggestion}: {found}; {searched}{rejected}. Put the \
-             plugin that provides `{name}` in one of these directories, or pass --plugin-dir \
-             DIR or set {PLUGIN_PATH_VAR}"
+            "no planner named `{name}`{suggestion}: {found}; {searched}{rejected}. memplan's \
+             own planners are built in ({builtin}); any other is a third-party plugin file \
+             (run sandboxed): pass its directory with --plugin-dir DIR, or add it to \
+             {PLUGIN_PATH_VAR}"
         )
     }
 }
@@ -649,51 +760,52 @@ fn join_paths(paths: &[PathBuf]) -> String {
         .join(", ")
 }
 
-/// memplan's own plugin directories: the executable's directory and its `plugins/`
-/// (canonical), where the planners built and installed with memplan live.
-fn installation_dirs() -> Vec<PathBuf> {
-    executable_dir()
-        .map(|dir| {
-            let plugins = dir.join("plugins");
-            std::iter::once(dir)
-                .chain(plugins.canonicalize().ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Whether the plugin file at `path` — after following symbolic links, so that a link in
-/// memplan's directory to a file elsewhere does not count — lies directly in one of the
-/// `installation` directories. Anything else is a third-party plugin, sandboxed by
-/// `--isolate=auto`.
-fn is_installed_with_memplan(path: &Path, installation: &[PathBuf]) -> bool {
-    path.canonicalize()
-        .ok()
-        .and_then(|file| file.parent().map(Path::to_path_buf))
-        .is_some_and(|dir| installation.contains(&dir))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn an_empty_search_path_finds_nothing_and_says_where_it_looked() {
+    fn an_empty_search_path_finds_the_built_in_planners_and_says_where_it_looked() {
         let registry = Registry::scan(Vec::new());
-        assert!(registry.planners().is_empty());
-        let error = registry.find("greedy-bestfit").unwrap_err();
+        let names: Vec<&str> = registry
+            .planners()
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        assert_eq!(names, ["exact", "greedy-bestfit", "linear", "portfolio"]);
+        assert!(registry.planners().iter().all(|planner| planner.shipped()));
+        let error = registry.find("minimalloc").unwrap_err();
         assert_eq!(error.kind, crate::ErrorKind::Plugin);
+        let message = &error.message;
         assert!(
-            error.message.contains("`greedy-bestfit`"),
+            message.contains("no planner named `minimalloc`"),
+            "{message}"
+        );
+        assert!(message.contains("no plugin directory exists"), "{message}");
+        // The hint names what is built in and how a third-party file is found; it no longer
+        // tells anyone to put files beside the executable (#34 item 9).
+        assert!(
+            message.contains("built in (greedy-bestfit, exact, portfolio, linear)"),
+            "{message}"
+        );
+        assert!(message.contains("--plugin-dir DIR"), "{message}");
+        assert!(!message.contains("one of these directories"), "{message}");
+    }
+
+    #[test]
+    fn a_pinned_planner_is_never_the_built_in_one() {
+        let dir = std::env::temp_dir().join(format!("memplan-registry-pin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pin = ("linear".to_string(), "0".repeat(64));
+        let trust = TrustPolicy::from_args(false, &[pin], None, &dir).unwrap();
+        let registry = Registry::scan_with(Vec::new(), 0, &trust, &["linear"]);
+        let error = registry.find("linear").unwrap_err();
+        assert!(
+            error.message.contains("pinned to SHA-256"),
             "{}",
             error.message
         );
-        assert!(
-            error.message.contains("no planners were found"),
-            "{}",
-            error.message
-        );
-        assert!(error.message.contains("--plugin-dir"), "{}", error.message);
+        assert!(registry.find("exact").unwrap().shipped());
     }
 
     #[test]
@@ -715,10 +827,10 @@ mod tests {
         std::fs::write(&garbage, b"garbage").unwrap();
         std::fs::write(dir.join("README"), b"not a library").unwrap();
         let registry = Registry::scan(vec![dir.clone()]);
-        assert!(registry.planners().is_empty());
+        assert!(registry.planners().iter().all(|planner| planner.shipped()));
         assert_eq!(registry.rejected().len(), 1, "{:?}", registry.rejected());
         assert_eq!(registry.rejected()[0].path, garbage);
-        let error = registry.find("linear").unwrap_err();
+        let error = registry.find("lienar-typo").unwrap_err();
         assert!(
             error.message.contains(&dir.display().to_string()),
             "{}",

@@ -1,8 +1,12 @@
 //! Where plugins are looked for, and which files in those directories are candidates.
 //!
-//! The search path (README.md, docs/plugins.md) is: each `--plugin-dir` in the order given, then every entry of
-//! `MEMPLAN_PLUGIN_PATH`, then the directory of the `memplan` executable and its `plugins/`
-//! subfolder. The current directory is never searched implicitly: an empty entry of
+//! The search path (README.md, docs/plugins.md) is: each `--plugin-dir` in the order given,
+//! then every entry of `MEMPLAN_PLUGIN_PATH`, then the installation's drop-in folders for
+//! third-party plugins, found relative to the `memplan` executable: `plugins/` beside it and
+//! `../lib/memplan/plugins` (the `PREFIX/lib/memplan/plugins` of an installation into
+//! `PREFIX/bin`). The executable's own directory is not searched: memplan's planners are built
+//! in, and a `bin` directory (`~/.cargo/bin`, `/usr/local/bin`) is no place to look for
+//! plugins. The current directory is never searched implicitly: an empty entry of
 //! `MEMPLAN_PLUGIN_PATH` (which PATH-like variables traditionally read as ".") and relative
 //! entries are ignored with a warning, so that running memplan inside an untrusted checkout
 //! cannot load code from it. Directories are canonicalized and searched once each, at their
@@ -75,13 +79,27 @@ pub fn search_path(
     }
 
     if let Some(exe_dir) = exe_dir {
-        for dir in [exe_dir.to_path_buf(), exe_dir.join("plugins")] {
+        for dir in installation_plugin_dirs(exe_dir) {
             if let Some(dir) = existing_dir(&dir) {
                 push(dir);
             }
         }
     }
     Ok(searched)
+}
+
+/// The drop-in folders for third-party plugins of a memplan whose executable lies in
+/// `exe_dir`: `plugins/` beside it, then `PREFIX/lib/memplan/plugins` for `exe_dir` =
+/// `PREFIX/bin`.
+pub fn installation_plugin_dirs(exe_dir: &Path) -> [PathBuf; 2] {
+    [
+        exe_dir.join("plugins"),
+        exe_dir
+            .join("..")
+            .join("lib")
+            .join("memplan")
+            .join("plugins"),
+    ]
 }
 
 /// The directory of the running `memplan` executable, if the OS can tell.
@@ -128,11 +146,19 @@ mod tests {
     }
 
     #[test]
-    fn order_is_flags_then_environment_then_executable_dir() {
+    fn order_is_flags_then_environment_then_installation_folders() {
         let root = scratch("order");
-        let [flag_a, flag_b, env_a, exe] =
-            ["flag-a", "flag-b", "env-a", "exe"].map(|name| root.join(name));
-        for dir in [&flag_a, &flag_b, &env_a, &exe, &exe.join("plugins")] {
+        let [flag_a, flag_b, env_a, exe, lib] =
+            ["flag-a", "flag-b", "env-a", "bin", "lib"].map(|name| root.join(name));
+        let installed = lib.join("memplan").join("plugins");
+        for dir in [
+            &flag_a,
+            &flag_b,
+            &env_a,
+            &exe,
+            &exe.join("plugins"),
+            &installed,
+        ] {
             std::fs::create_dir_all(dir).unwrap();
         }
         let env = std::env::join_paths([env_a.clone(), root.join("missing")]).unwrap();
@@ -144,7 +170,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             searched,
-            vec![flag_b, flag_a, env_a, exe.clone(), exe.join("plugins")]
+            vec![flag_b, flag_a, env_a, exe.join("plugins"), installed]
         );
     }
 

@@ -31,6 +31,8 @@ pub struct RenderOptions {
     pub external_arenas: bool,
     /// Name of the planner whose plan is rendered (recorded in the plan file).
     pub planner: String,
+    /// Every planner of the run (recorded in the plan file).
+    pub planners: Vec<plan_file::PlannerRecord>,
     /// Also write the input `.tflite` model with memplan's offline plan (`--emit-tflite`).
     pub emit_tflite: bool,
 }
@@ -197,7 +199,12 @@ pub fn render(
     // million allocations take a few hundred milliseconds).
     std::thread::scope(|scope| {
         let plan_document = scope.spawn(|| {
-            plan_file::to_json(&plan_file::to_document(analysis, checked, &options.planner))
+            plan_file::to_json(&plan_file::to_document(
+                analysis,
+                checked,
+                &options.planner,
+                &options.planners,
+            ))
         });
         let rendered = render_tables(analysis, checked, options)?;
         let plan_document = match plan_document.join() {

@@ -19,10 +19,11 @@ use crate::selection::{Candidate, CandidateOutcome};
 pub struct RunReport {
     /// Name of the planner whose plan was kept.
     pub planner: String,
-    /// The plugin file it came from.
-    pub planner_file: PathBuf,
-    /// Files later in the search path with a planner of the same name, which it shadows.
-    pub shadowed_files: Vec<PathBuf>,
+    /// The plugin file it came from, or `built in`.
+    pub planner_file: String,
+    /// What it shadows: files later in the search path with a planner of the same name, or
+    /// memplan's built-in planners.
+    pub shadowed_files: Vec<String>,
     /// The planner's one-line note about its plan (may be empty).
     pub planner_summary: String,
     /// With several planners (`--planner a,b`), each planner's result in the order listed;
@@ -244,12 +245,8 @@ pub fn write_json(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
     let document = SummaryDocument {
         prefix: &plan.prefix,
         planner: &report.planner,
-        planner_file: report.planner_file.display().to_string(),
-        shadowed_files: report
-            .shadowed_files
-            .iter()
-            .map(|path| path.display().to_string())
-            .collect(),
+        planner_file: report.planner_file.clone(),
+        shadowed_files: report.shadowed_files.clone(),
         planner_summary: &report.planner_summary,
         candidates: report
             .candidates
@@ -304,13 +301,8 @@ pub fn write_text(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
             "{CONTINUATION}planner `{}` from {}, which shadows the one in {} (later in the \
              plugin search path)",
             report.planner,
-            report.planner_file.display(),
-            report
-                .shadowed_files
-                .iter()
-                .map(|path| path.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            report.planner_file,
+            report.shadowed_files.join(", ")
         )?;
     }
     for candidate in &report.candidates {

@@ -105,7 +105,8 @@ impl Planner for Exact {
     }
 }
 
-memplan_plugin_api::export_planners!(Exact, portfolio::Portfolio);
+// Linked into memplan (its built-in planners); `cdylib/` exports the same planners from a plugin file.
+memplan_plugin_api::planner_root_module!(Exact, portfolio::Portfolio);
 
 /// The planner's options (`--planner-options`).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -38,7 +38,8 @@ impl Planner for GreedyBestFit {
     }
 }
 
-memplan_plugin_api::export_planners!(GreedyBestFit);
+// Linked into memplan (its built-in planners); `cdylib/` exports the same planners from a plugin file.
+memplan_plugin_api::planner_root_module!(GreedyBestFit);
 
 /// [`pack_greedy`] with a chosen order and fit, as a [`Packer`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

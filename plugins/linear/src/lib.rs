@@ -24,7 +24,8 @@ impl Planner for Linear {
     }
 }
 
-memplan_plugin_api::export_planners!(Linear);
+// Linked into memplan (its built-in planners); `cdylib/` exports the same planners from a plugin file.
+memplan_plugin_api::planner_root_module!(Linear);
 
 #[cfg(test)]
 mod tests {
