@@ -51,13 +51,24 @@ pub fn memplan_bin() -> &'static Path {
     })
 }
 
-/// The directory holding the plugin files of the built-in planners (the binary's directory,
-/// which the default search path does not include).
+/// The plugin files of the built-in planners (`plugins/*/cdylib`), in a directory holding
+/// exactly those (copied from the build's output directory, which may keep stale libraries of
+/// earlier builds and is not on the default search path).
 pub fn plugin_dir() -> PathBuf {
-    memplan_bin()
-        .parent()
-        .expect("binary has a parent")
-        .to_path_buf()
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let built = memplan_bin().parent().expect("binary has a parent");
+        let dir = e2e_target_dir().join("plugin-files");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the plugin files directory");
+        for family in ["greedy_bestfit", "exact", "linear"] {
+            let name = library_file_name(&format!("memplan_plugin_{family}"));
+            std::fs::copy(built.join(&name), dir.join(&name))
+                .unwrap_or_else(|error| panic!("copying {name}: {error}"));
+        }
+        dir
+    })
+    .clone()
 }
 
 /// A `memplan` command with a clean environment for plugin search (no

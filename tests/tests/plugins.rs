@@ -586,3 +586,56 @@ fn shipped_planners_stop_at_the_time_limit_even_where_placement_is_slow() {
         );
     }
 }
+
+#[test]
+fn the_plan_file_records_each_planner_with_its_version_and_file_hash() {
+    let library = fixture_plugin("vendor");
+    let file_name = library_file_name("acme_recorded");
+    let dir = plugin_dir_with("recorded", &[(&library, &file_name)]);
+    let out = temp_dir("recorded-out");
+    let output = memplan()
+        .arg("plan")
+        .arg(workspace_root().join("examples").join("tiny_conv.json"))
+        .args(["--planner", "linear,fixture-vendor", "--plugin-dir"])
+        .arg(&dir)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let plan: Value =
+        serde_json::from_slice(&std::fs::read(out.join("model_plan.json")).unwrap()).unwrap();
+    let file = dir.canonicalize().unwrap().join(&file_name);
+    assert_eq!(
+        plan["planners"],
+        serde_json::json!([
+            {"name": "linear", "version": "0.1.0",
+             "file": "built in", "sha256": "built in"},
+            {"name": "fixture-vendor", "version": "2.3.4",
+             "file": file.display().to_string(), "sha256": sha256_of(&file)},
+        ]),
+        "{plan}"
+    );
+}
+
+#[test]
+fn version_names_memplan_the_plugin_abi_and_the_commit() {
+    let output = run_memplan(["--version"]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    let commit = std::process::Command::new("git")
+        .current_dir(workspace_root())
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .ok()
+        .filter(|output| output.status.success())
+        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".to_string());
+    assert_eq!(
+        text.trim(),
+        format!(
+            "memplan 0.1.0 (plugin ABI {}, commit {commit})",
+            memplan_plugin_api::ABI_VERSION
+        )
+    );
+}

@@ -319,13 +319,38 @@ fn shipped_planners_run_in_process_and_third_party_ones_sandboxed() {
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     let log = String::from_utf8_lossy(&output.stderr);
     assert!(
-        log.contains("planner `greedy-bestfit` runs in memplan's process (shipped with memplan)"),
+        log.contains("planner `greedy-bestfit` runs in memplan's process (built into memplan)"),
         "{log}"
     );
     assert!(
         log.contains("planner `fixture-threads` runs in a sandboxed worker process (third-party"),
         "{log}"
     );
+
+    // memplan's own planner as a plugin file is a file like any other: third-party, sandboxed
+    // (what is memplan's own is decided by identity, not by whose code a file holds or where
+    // it lies; #34 item 9).
+    let linear = memplan_tests::library_file_name("memplan_plugin_linear");
+    let dir = memplan_tests::plugin_dir_with(
+        "linear-as-a-file",
+        &[(&memplan_tests::plugin_dir().join(&linear), &linear)],
+    );
+    let output = memplan()
+        .args(["-v", "plan"])
+        .arg(tiny_model())
+        .args(["--planner", "linear", "--plugin-dir"])
+        .arg(&dir)
+        .arg("--out")
+        .arg(temp_dir("linear-as-a-file-out"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        log.contains("planner `linear` runs in a sandboxed worker process (third-party"),
+        "{log}"
+    );
+    assert!(log.contains("replaces memplan's built-in `linear`"), "{log}");
 }
 
 #[test]
