@@ -350,7 +350,10 @@ fn shipped_planners_run_in_process_and_third_party_ones_sandboxed() {
         log.contains("planner `linear` runs in a sandboxed worker process (third-party"),
         "{log}"
     );
-    assert!(log.contains("replaces memplan's built-in `linear`"), "{log}");
+    assert!(
+        log.contains("replaces memplan's built-in `linear`"),
+        "{log}"
+    );
 }
 
 #[test]
