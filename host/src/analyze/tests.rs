@@ -54,6 +54,7 @@ fn rules(list: Vec<Rule>) -> Rules {
     Rules {
         path: Some("rules.json".into()),
         rules: list,
+        ..Rules::default()
     }
 }
 
@@ -398,6 +399,7 @@ fn the_shipped_example_analyses() {
         Some("apollo3_evb"),
         crate::input::Constraints::read(&examples.join("limits.json")).unwrap(),
         Some(&examples.join("apollo3_rules.json")),
+        crate::input::ExternalIo::default(),
     )
     .unwrap();
     let apollo3 = analyze(model(), &setup.target, &setup.constraints, &setup.rules).unwrap();

@@ -25,7 +25,9 @@ pub fn run(config: &CheckConfig) -> Result<ExitCode> {
         return check_embedded(config);
     };
     let document = plan_file::read_document(plan)?;
-    let target = target_of_the_plan(plan, document.target.as_deref(), &config.target)?;
+    let mut target = target_of_the_plan(plan, document.target.as_deref(), &config.target)?;
+    // The plan's external tensors are external in the analysis it is checked against.
+    target.external_io.ids = document.external_ids();
     let analysis = super::read_and_analyze(&config.input, &target)?;
     if let Some(planned) = &document.target {
         if *planned != analysis.target {
