@@ -359,6 +359,38 @@ mod tests {
     }
 
     #[test]
+    fn external_comes_from_rules_over_the_kinds_and_from_plan_ids_over_rules() {
+        let mut rules = rules_from(
+            r#"[{"type": "input", "id": "frame", "attributes": {"external": false}},
+                {"id": "logits", "attributes": {"external": true}}]"#,
+        )
+        .unwrap();
+        rules.external_io.kinds = vec![TensorKind::Input];
+        let resolver = rules.resolver();
+        assert_eq!(
+            resolver.resolve(TensorKind::Input, "x").external,
+            Some(true)
+        );
+        assert_eq!(
+            resolver.resolve(TensorKind::Input, "frame").external,
+            Some(false)
+        );
+        assert_eq!(
+            resolver
+                .resolve(TensorKind::Intermediate, "logits")
+                .external,
+            Some(true)
+        );
+        assert_eq!(resolver.resolve(TensorKind::Output, "y").external, None);
+        rules.external_io.ids = vec!["frame".to_string()];
+        let resolver = rules.resolver();
+        assert_eq!(
+            resolver.resolve(TensorKind::Input, "frame").external,
+            Some(true)
+        );
+    }
+
+    #[test]
     fn bad_rules_name_the_rule() {
         let error = rules_from(r#"[{"type": "weights", "attributes": {}}]"#).unwrap_err();
         assert!(
