@@ -10,7 +10,7 @@
 
 use std::fmt::{self, Write};
 
-use super::c_templates::expand;
+use super::c_templates::{self, expand};
 use super::c_text::comment_text;
 use crate::render::RenderPlan;
 
@@ -230,23 +230,14 @@ static uint8_t *@p@_external_data_of(uint32_t tensor) {
 }
 ";
 
-/// `{prefix}_data_of` for a plan with external tensors: arena tensors through their region,
-/// external ones through their buffer.
-pub const DATA_OF_WITH_EXTERNAL: &str = "\
-uint8_t *@p@_data_of(uint32_t tensor) {
-    const @p@_descriptor_t *descriptor;
-    uint8_t *base;
-    if (tensor >= (uint32_t)@p@_num_tensors) {
-        return NULL;
-    }
-    descriptor = &@p@_descriptors[tensor];
-    if (descriptor->region >= (uint32_t)@p@_num_arena_buffers) {
-        return @p@_external_data_of(tensor);
-    }
-    base = @p@_region_bases[descriptor->region];
-    return base == NULL ? NULL : base + descriptor->offset;
+/// `{prefix}_data_of` for a plan with external tensors: [`c_templates::DATA_OF`], with a
+/// tensor in no region looked up among the external tensors.
+pub fn data_of_with_external() -> String {
+    let no_region =
+        "descriptor->region >= (uint32_t)@p@_num_arena_buffers) {\n        return NULL;";
+    let external = "descriptor->region >= (uint32_t)@p@_num_arena_buffers) {\n        return @p@_external_data_of(tensor);";
+    c_templates::DATA_OF.replace(no_region, external)
 }
-";
 
 /// `{prefix}_data_of` for a plan whose every sized tensor is external (it has no regions).
 pub const DATA_OF_EXTERNAL_ONLY: &str = "\
@@ -254,3 +245,24 @@ uint8_t *@p@_data_of(uint32_t tensor) {
     return @p@_external_data_of(tensor);
 }
 ";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_of_with_external_looks_tensors_in_no_region_up_among_the_external_ones() {
+        let text = data_of_with_external();
+        assert!(
+            text.contains(
+                "_num_arena_buffers) {\n        return @p@_external_data_of(tensor);\n    }"
+            ),
+            "{text}"
+        );
+        // Everything else is the plain accessor's.
+        assert_eq!(
+            text.replace("@p@_external_data_of(tensor)", "NULL"),
+            c_templates::DATA_OF
+        );
+    }
+}

@@ -163,8 +163,12 @@ fn write_staged_table(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
 
 fn write_data_of(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
     let external = !c_external::external_buffers(plan).is_empty();
+    let with_external;
     let template = match (external, plan.tensors.is_empty() || plan.regions.is_empty()) {
-        (true, false) => c_external::DATA_OF_WITH_EXTERNAL,
+        (true, false) => {
+            with_external = c_external::data_of_with_external();
+            &with_external
+        }
         (true, true) => c_external::DATA_OF_EXTERNAL_ONLY,
         (false, true) => c_templates::DATA_OF_NOTHING,
         (false, false) => c_templates::DATA_OF,

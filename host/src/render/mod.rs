@@ -283,79 +283,77 @@ fn render_tables(
     let mut tensors = Vec::with_capacity(request.tensors.len());
     let no_memory: Arc<str> = Arc::from("");
     for (index, (tensor, suffix)) in request.tensors.iter().zip(&suffixes).enumerate() {
-        if analysis.external.is_external(index) {
-            tensors.push(RenderedTensor {
-                id: tensor.id.to_string(),
-                name: analysis.name_of(index).to_string(),
-                c_name: format!("{}_tensor_{suffix}", options.prefix),
-                kind: tensor.kind,
-                role: tensor.kind.role(),
-                memory: Arc::clone(&no_memory),
-                source_memory: Arc::clone(&no_memory),
-                region: None,
-                offset: tensor
-                    .alias_of
-                    .into_option()
-                    .map_or(0, |alias| alias.offset),
-                size: tensor.size,
-                alignment: tensor.alignment,
-                lifetime: tensor.lifetime,
-                alias_of: tensor
-                    .alias_of
-                    .into_option()
-                    .map(|alias| alias.root as usize),
-                external: true,
-            });
-            continue;
-        }
-        let allocation = allocation_of[index].ok_or_else(|| {
-            Error::internal(format!(
-                "tensor `{}` has no allocation in the checked plan",
-                tensor.id
-            ))
-        })?;
-        let binding = allocation.binding;
-        let memory = memory_name(binding.memory)?;
-        let region = if allocation.size == 0 {
-            None
+        let external = analysis.external.is_external(index);
+        // (role, memory, source memory, region, offset, size): an external tensor's are its
+        // kind's role, no memory and no region, its view offset in its buffer, its size.
+        let placement = if external {
+            let offset = tensor
+                .alias_of
+                .into_option()
+                .map_or(0, |alias| alias.offset);
+            let no_memory = || Arc::clone(&no_memory);
+            let role = tensor.kind.role();
+            (role, no_memory(), no_memory(), None, offset, tensor.size)
         } else {
-            let id = region_of.get(&(binding.role, memory)).ok_or_else(|| {
+            let allocation = allocation_of[index].ok_or_else(|| {
                 Error::internal(format!(
-                    "tensor `{}` is bound to a {} arena in {memory} that the plan does not have",
-                    tensor.id,
-                    binding.role.as_str()
+                    "tensor `{}` has no allocation in the checked plan",
+                    tensor.id
                 ))
             })?;
-            Some(*id)
+            let binding = allocation.binding;
+            let memory = memory_name(binding.memory)?;
+            let region = if allocation.size == 0 {
+                None
+            } else {
+                let id = region_of.get(&(binding.role, memory)).ok_or_else(|| {
+                    Error::internal(format!(
+                        "tensor `{}` is bound to a {} arena in {memory} that the plan does not \
+                         have",
+                        tensor.id,
+                        binding.role.as_str()
+                    ))
+                })?;
+                Some(*id)
+            };
+            let source_memory = memory_names
+                .get(binding.source_memory as usize)
+                .ok_or_else(|| {
+                    Error::internal(format!(
+                        "the plan names unknown memory #{}",
+                        binding.source_memory
+                    ))
+                })?;
+            (
+                binding.role,
+                // Shared: a million tensors in one memory need not spell its name a million
+                // times.
+                Arc::clone(&memory_names[binding.memory as usize]),
+                Arc::clone(source_memory),
+                region,
+                allocation.offset,
+                allocation.size,
+            )
         };
+        let (role, memory, source_memory, region, offset, size) = placement;
         tensors.push(RenderedTensor {
             id: tensor.id.to_string(),
             name: analysis.name_of(index).to_string(),
             c_name: format!("{}_tensor_{suffix}", options.prefix),
             kind: tensor.kind,
-            role: binding.role,
-            // Shared: a million tensors in one memory need not spell its name a million times.
-            memory: Arc::clone(&memory_names[binding.memory as usize]),
-            source_memory: Arc::clone(
-                memory_names
-                    .get(binding.source_memory as usize)
-                    .ok_or_else(|| {
-                        Error::internal(format!(
-                            "the plan names unknown memory #{}",
-                            binding.source_memory
-                        ))
-                    })?,
-            ),
+            role,
+            memory,
+            source_memory,
             region,
-            offset: allocation.offset,
-            size: allocation.size,
+            offset,
+            size,
             alignment: tensor.alignment,
             lifetime: tensor.lifetime,
             alias_of: tensor
                 .alias_of
                 .into_option()
                 .map(|alias| alias.root as usize),
-            external: false,
+            external,
         });
     }
     for (index, tensor) in tensors.iter().enumerate() {
