@@ -466,3 +466,36 @@ fn firmware_binds_the_external_buffers_and_reads_them_back() {
     let (_, out) = plan(&tiny_conv(), &external_arenas);
     compile_and_run(&out, "-std=c99", true);
 }
+
+#[test]
+fn bench_leaves_external_tensors_out_of_the_height_and_the_bound() {
+    let bench = |extra: &[&str]| -> Value {
+        let output = memplan()
+            .arg("bench")
+            .arg(tiny_conv())
+            .args([
+                "--planner",
+                "greedy-bestfit",
+                "--runs",
+                "1",
+                "--format",
+                "json",
+            ])
+            .args(extra)
+            .output()
+            .expect("run memplan bench");
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        let document: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let rows = document
+            .as_array()
+            .cloned()
+            .unwrap_or_else(|| document["results"].as_array().cloned().expect("bench rows"));
+        rows[0].clone()
+    };
+    let today = bench(&[]);
+    let external = bench(&["--external-io", "inputs,outputs"]);
+    // The same bounds the plan command reports: 356 with the input, 320 without.
+    assert_eq!(today["lower_bound"], 356, "{today}");
+    assert_eq!(external["lower_bound"], 320, "{external}");
+    assert_eq!(external["height"], 320, "{external}");
+}

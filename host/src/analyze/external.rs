@@ -164,6 +164,28 @@ impl ExternalTensors {
     }
 }
 
+/// A plan file may list as external ids the model does not have (another model's plan).
+pub(super) fn warn_unknown_ids(
+    file: &str,
+    resolver: &crate::input::rules::RuleResolver<'_>,
+    tensors: &[TensorRequest],
+) {
+    let mut unknown: Vec<&str> = resolver.external_ids().collect();
+    if unknown.is_empty() {
+        return;
+    }
+    let known: std::collections::HashSet<&str> =
+        tensors.iter().map(|tensor| tensor.id.as_str()).collect();
+    unknown.retain(|id| !known.contains(id));
+    unknown.sort_unstable();
+    if let Some(first) = unknown.first() {
+        tracing::warn!(
+            "the plan lists {} external tensor(s) that {file} does not have (first: '{first}')",
+            unknown.len()
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,7 +50,7 @@ pub struct Analysis {
     /// the tensors pinned to the memory (constants by their destination, scratch and
     /// persistent tensors by a `memory` rule), the sum over the three roles of the least size
     /// of the arena they force (see the `fit` module). Tensors the planner may place freely
-    /// are not counted.
+    /// and external tensors are not counted.
     pub memory_lower_bounds: Vec<u64>,
     /// Set when some memory's bound exceeds its budget: no plan can fit, and the error says
     /// which memory, the bytes and what to change (exit 5). Commands that plan stop on it
@@ -249,7 +249,7 @@ pub fn analyze(
         );
     }
 
-    warn_unknown_external_ids(&file, &resolver, &tensors);
+    external::warn_unknown_ids(&file, &resolver, &tensors);
     let external = ExternalTensors::resolve(&file, &tensors, marked_external)?;
     // External tensors take no arena bytes: the bounds and fixed placements are the planner's
     // tensors'.
@@ -325,27 +325,6 @@ pub fn name_or_id<'a>(names: &'a [String], index: usize, id: &'a str) -> &'a str
     match names.get(index) {
         Some(name) if !name.is_empty() => name,
         _ => id,
-    }
-}
-
-/// A plan file may list as external ids the model does not have (another model's plan).
-fn warn_unknown_external_ids(
-    file: &str,
-    resolver: &crate::input::rules::RuleResolver<'_>,
-    tensors: &[TensorRequest],
-) {
-    let mut unknown: Vec<&str> = resolver.external_ids().collect();
-    if unknown.is_empty() {
-        return;
-    }
-    let known: HashSet<&str> = tensors.iter().map(|tensor| tensor.id.as_str()).collect();
-    unknown.retain(|id| !known.contains(id));
-    unknown.sort_unstable();
-    if let Some(first) = unknown.first() {
-        tracing::warn!(
-            "the plan lists {} external tensor(s) that {file} does not have (first: '{first}')",
-            unknown.len()
-        );
     }
 }
 
