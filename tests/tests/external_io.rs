@@ -486,11 +486,7 @@ fn bench_leaves_external_tensors_out_of_the_height_and_the_bound() {
             .expect("run memplan bench");
         assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
         let document: Value = serde_json::from_slice(&output.stdout).unwrap();
-        let rows = document
-            .as_array()
-            .cloned()
-            .unwrap_or_else(|| document["results"].as_array().cloned().expect("bench rows"));
-        rows[0].clone()
+        document["results"][0].clone()
     };
     let today = bench(&[]);
     let external = bench(&["--external-io", "inputs,outputs"]);
