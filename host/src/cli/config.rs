@@ -166,6 +166,11 @@ fn bench(args: BenchArgs, verbosity: Verbosity) -> Result<BenchConfig> {
     let options = parse::planner_options(&args.planner_options, &planners)?;
     let plugins = plugins(args.plugins)?;
     let limits = run_limits(args.timeout, &args.isolation)?;
+    if let Some(solutions) = &args.solutions {
+        // Written as --out is (whole, atomically, only over a directory memplan wrote): a
+        // wrong one is reported before any planner runs.
+        emit::check_destination(solutions)?;
+    }
     Ok(BenchConfig {
         inputs: args.inputs,
         planners,

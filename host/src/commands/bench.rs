@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use memplan_plugin_api::{ArenaRole, MemoryPlan, PlanRequest};
 
 use crate::check;
+use crate::emit::{self, OutputFile};
 use crate::cli::config::BenchConfig;
 use crate::cli::BenchFormat;
 use crate::error::{Error, Result};
@@ -19,6 +20,9 @@ use crate::registry::Registry;
 use crate::report::bench::{format_csv, format_text, rows_json};
 
 pub fn run(config: &BenchConfig) -> Result<ExitCode> {
+    if config.solutions.is_some() {
+        check_solution_names(&config.inputs)?;
+    }
     let planners = &config.planners;
     let selected: Vec<&str> = planners.iter().map(String::as_str).collect();
     let registry = Registry::discover(&config.plugins.dirs, &config.plugins.trust, &selected)?;
@@ -27,6 +31,7 @@ pub fn run(config: &BenchConfig) -> Result<ExitCode> {
         config.show_progress,
     );
     let mut rows = Vec::with_capacity(config.inputs.len() * planners.len());
+    let mut solutions = Vec::new();
     for path in &config.inputs {
         let mut analysis = super::read_and_analyze(path, &config.target)?;
         analysis.ensure_plannable()?;
@@ -45,8 +50,8 @@ pub fn run(config: &BenchConfig) -> Result<ExitCode> {
                 |plan| check::check_plan(&analysis, plan).map(|checked| checked.plan),
             );
             let outcome = match (measured, &config.solutions) {
-                (Ok((measurement, plan)), Some(dir)) => {
-                    write_solution(dir, path, planner, &analysis.request, &plan)?;
+                (Ok((measurement, plan)), Some(_)) => {
+                    solutions.push(solution_file(path, planner, &analysis.request, &plan)?);
                     Ok(measurement)
                 }
                 (measured, _) => measured.map(|(measurement, _)| measurement),
@@ -59,6 +64,9 @@ pub fn run(config: &BenchConfig) -> Result<ExitCode> {
         }
     }
     progress.finish_and_clear();
+    if let Some(dir) = &config.solutions {
+        emit::publish(&solutions, dir)?;
+    }
 
     let mut stdout = std::io::stdout().lock();
     let text = match config.format {
@@ -77,34 +85,51 @@ pub fn run(config: &BenchConfig) -> Result<ExitCode> {
     })
 }
 
-/// Writes `plan` of `input` by `planner` as `DIR/{input file stem}.{planner}.csv` (see
-/// [`solution_csv`]); the directory is created when missing.
-fn write_solution(
-    dir: &Path,
+/// `plan` of `input` by `planner` as the file `{input file stem}.{planner}.csv` of the
+/// `--solutions` directory (see [`solution_csv`]).
+fn solution_file(
     input: &Path,
     planner: &str,
     request: &PlanRequest,
     plan: &MemoryPlan,
-) -> Result<()> {
-    let stem = input
-        .file_stem()
-        .map(|stem| stem.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "input".to_string());
-    let file = dir.join(format!("{stem}.{planner}.csv"));
+) -> Result<OutputFile> {
     let text = solution_csv(request, plan).map_err(|problem| {
         Error::input(format!(
             "--solutions: cannot write {} as a MiniMalloc solution: {problem}",
             input.display()
         ))
     })?;
-    std::fs::create_dir_all(dir)
-        .and_then(|()| std::fs::write(&file, text))
-        .map_err(|error| {
-            Error::input(format!(
-                "--solutions: cannot write {}: {error}; give a directory you can write",
-                file.display()
-            ))
-        })
+    Ok(OutputFile {
+        name: solution_name(input, planner),
+        contents: text.into_bytes(),
+    })
+}
+
+/// The name of the solution of `input` by `planner`: `{input file stem}.{planner}.csv`.
+fn solution_name(input: &Path, planner: &str) -> String {
+    let stem = input
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "input".to_string());
+    format!("{stem}.{planner}.csv")
+}
+
+/// Two inputs whose solutions would have the same name (same file stem in two directories)
+/// are refused before any planner runs, rather than one solution replacing the other.
+fn check_solution_names(inputs: &[std::path::PathBuf]) -> Result<()> {
+    let mut seen = std::collections::HashMap::new();
+    for input in inputs {
+        let name = solution_name(input, "");
+        if let Some(first) = seen.insert(name, input) {
+            return Err(Error::input(format!(
+                "--solutions: `{}` and `{}` would write solutions of the same name; bench them \
+                 in two runs with two --solutions directories, or rename one",
+                first.display(),
+                input.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A MiniMalloc-format solution of `plan`: `id,lower,upper,size,offset`, one line per scratch

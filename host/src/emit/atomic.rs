@@ -105,14 +105,13 @@ fn sync_directory(path: &Path) -> io::Result<()> {
     }
 }
 
-/// Replaces directory `out` by one holding exactly `files`.
-#[cfg(test)]
+/// Replaces directory `out` by one holding exactly `files`, with the guarantees of `--out`
+/// (docs/output-files.md).
 pub fn publish(files: &[OutputFile], out: &Path) -> Result<()> {
     publish_with(files, out, &write_synced)
 }
 
 /// [`publish`] with the file writer given, so that tests can make a write fail midway.
-#[cfg(test)]
 pub fn publish_with(
     files: &[OutputFile],
     out: &Path,
