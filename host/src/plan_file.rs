@@ -202,12 +202,11 @@ pub fn to_json<Allocations: Serialize>(document: &PlanDocument<Allocations>) -> 
 
 /// Reads and parses the plan file at `path` (names are resolved by [`resolve`]).
 pub fn read_document(path: &Path) -> Result<PlanDocument> {
-    let text = std::fs::read_to_string(path).map_err(|error| {
-        Error::input(format!(
-            "{}: cannot read the plan file: {error}",
-            path.display()
-        ))
-    })?;
+    let text = crate::input::source::read_text(
+        path,
+        "a plan file (docs/plan-format.md)",
+        crate::input::source::MAX_MODEL_FILE_BYTES,
+    )?;
     parse_document(path, &text)
 }
 

@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use memplan_plugin_api::{ArenaRole, MemoryPlan, PlanRequest};
 
 use crate::check;
-use crate::emit::{self, OutputFile};
 use crate::cli::config::BenchConfig;
 use crate::cli::BenchFormat;
+use crate::emit::{self, OutputFile};
 use crate::error::{Error, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 

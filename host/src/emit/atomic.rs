@@ -463,8 +463,7 @@ fn sweep_leftovers(parent: &Path, name: &str) {
             continue;
         };
         let path = entry.path();
-        if pid == std::process::id() || process_runs(pid) || !is_marked_leftover(&path, name, pid)
-        {
+        if pid == std::process::id() || process_runs(pid) || !is_marked_leftover(&path, name, pid) {
             continue;
         }
         match fs::remove_dir_all(&path) {
@@ -848,7 +847,10 @@ mod tests {
         .unwrap();
         let stopped = leftover(&root, "build", 4194399);
         publish(&files(), &out).unwrap();
-        assert!(!stopped.exists(), "a marked leftover of a stopped run is swept");
+        assert!(
+            !stopped.exists(),
+            "a marked leftover of a stopped run is swept"
+        );
         assert_eq!(
             names(&root),
             [
