@@ -2,7 +2,6 @@
 //! (`selection::measure`, which says what the figures are) and prints the table
 //! (`report::bench`). A progress bar is drawn on stderr when it is a terminal.
 
-use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -68,16 +67,12 @@ pub fn run(config: &BenchConfig) -> Result<ExitCode> {
         emit::publish(&solutions, dir)?;
     }
 
-    let mut stdout = std::io::stdout().lock();
     let text = match config.format {
         BenchFormat::Text => format_text(&rows),
         BenchFormat::Json => format!("{:#}\n", rows_json(&rows)),
         BenchFormat::Csv => format_csv(&rows),
     };
-    stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-        .map_err(|error| Error::internal(format!("writing the bench results: {error}")))?;
+    crate::report::print(&text, "the bench results")?;
     let first_failure = rows.iter().find_map(|row| row.outcome.as_ref().err());
     Ok(match first_failure {
         Some(error) => error.exit_code(),

@@ -44,7 +44,7 @@ pub fn run(config: &CheckConfig) -> Result<ExitCode> {
         Format::Text => text_report(plan, &read.planner, &analysis, &outcome),
         Format::Json => json_report(plan, &read.planner, &analysis, &outcome),
     };
-    print!("{report}");
+    crate::report::print(&report, "the check report")?;
     Ok(match outcome {
         Ok(_) => ExitCode::SUCCESS,
         Err(_) => ExitCode::from(ErrorKind::Rejected.exit_code()),
@@ -86,7 +86,7 @@ fn check_embedded(config: &CheckConfig) -> Result<ExitCode> {
         Format::Text => embedded_text_report(&config.input, &report),
         Format::Json => embedded_json_report(&config.input, &report),
     };
-    print!("{text}");
+    crate::report::print(&text, "the check report")?;
     Ok(if report.violations.is_empty() {
         ExitCode::SUCCESS
     } else {

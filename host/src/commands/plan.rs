@@ -113,11 +113,12 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
         files,
     };
     let mut stdout = std::io::stdout().lock();
-    match config.format {
+    let written = match config.format {
         Format::Text => summary::write_text(&rendered, &report, &mut stdout),
         Format::Json => summary::write_json(&rendered, &report, &mut stdout),
     }
-    .map_err(|error| Error::internal(format!("cannot write the summary to stdout: {error}")))?;
+    .and_then(|()| std::io::Write::flush(&mut stdout));
+    crate::report::stdout_written(written, "the summary")?;
     let exit = wrong_plans_exit(&report);
     crate::allocator::release((analysis, checked, rendered));
     Ok(exit)
