@@ -119,36 +119,56 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
     }
     .and_then(|()| std::io::Write::flush(&mut stdout));
     crate::report::stdout_written(written, "the summary")?;
-    let exit = wrong_plans_exit(&report);
+    let exit = failed_candidates_exit(&report);
     crate::allocator::release((analysis, checked, rendered));
     Ok(exit)
 }
 
-/// A planner that returns a wrong plan is broken, even when another's plan is kept: the run
-/// writes the kept plan and exits 3 (the checker's code), so that CI notices.
-fn wrong_plans_exit(report: &RunReport) -> ExitCode {
-    let wrong: Vec<&str> = report
+/// A planner that fails is broken, even when another's plan is kept: the run writes the kept
+/// plan and exits with the failure's code (3 for a wrong plan, 4 for a planner that crashed, was
+/// stopped by the sandbox or timed out, 2 for options it refused), so that CI notices; the
+/// first failed candidate in the order listed decides. A planner that found no plan within the
+/// budgets (does not fit) has not failed: another's plan fitting them is the point of a
+/// best-of run.
+fn failed_candidates_exit(report: &RunReport) -> ExitCode {
+    let failed: Vec<(&str, ErrorKind)> = report
         .candidates
         .iter()
-        .filter(|candidate| {
-            matches!(
-                candidate.outcome,
-                selection::CandidateOutcome::Rejected { .. }
-            )
+        .filter_map(|candidate| match &candidate.outcome {
+            selection::CandidateOutcome::Rejected { .. } => {
+                Some((candidate.planner.as_str(), ErrorKind::Rejected))
+            }
+            selection::CandidateOutcome::Failed { kind, .. } if *kind != ErrorKind::DoesNotFit => {
+                Some((candidate.planner.as_str(), *kind))
+            }
+            _ => None,
         })
-        .map(|candidate| candidate.planner.as_str())
         .collect();
-    if wrong.is_empty() {
+    let Some(&(_, kind)) = failed.first() else {
         return ExitCode::SUCCESS;
-    }
+    };
+    let what: Vec<String> = failed
+        .iter()
+        .map(|(name, kind)| match kind {
+            ErrorKind::Rejected => {
+                format!("planner `{name}` returned a wrong plan (rejected by the checker)")
+            }
+            ErrorKind::Input => format!("planner `{name}` refused its options"),
+            _ => format!("planner `{name}` failed"),
+        })
+        .collect();
     eprintln!(
-        "memplan: error: planner{} `{}` returned a wrong plan (rejected by the checker, see the \
-         summary); the plan of `{}` was written to {}, and memplan exits 3 so that the broken \
-         planner is noticed",
-        if wrong.len() == 1 { "" } else { "s" },
-        wrong.join("`, `"),
+        "memplan: error: {} (see the summary); the plan of `{}` was written to {}, and memplan \
+         exits {} ({}) so that the failure is noticed",
+        what.join(", "),
         report.planner,
-        report.out.display()
+        report.out.display(),
+        kind.exit_code(),
+        if failed.len() == 1 {
+            "its code"
+        } else {
+            "the first failure's code"
+        }
     );
-    ExitCode::from(ErrorKind::Rejected.exit_code())
+    ExitCode::from(kind.exit_code())
 }
