@@ -286,7 +286,29 @@ fn solutions_are_written_in_minimalloc_form_and_read_back_as_the_same_packing() 
         assert_eq!(ids, ["a", "b", "c", "d"]);
         let replayed = bench_json(&[solution.to_str().unwrap(), "--planner", "linear"]);
         assert_eq!(replayed[0]["height"], row["height"], "{text}");
+        // `memplan check MODEL SOLUTION.csv` checks it as a plan.
+        let checked = run_memplan([
+            "check",
+            instance.to_str().unwrap(),
+            solution.to_str().unwrap(),
+        ]);
+        assert_eq!(checked.status.code(), Some(0), "{}", describe(&checked));
     }
+    // A solution that overlaps two live buffers is rejected with the checker's violations.
+    let wrong = dir.join("wrong.csv");
+    std::fs::write(
+        &wrong,
+        "id,lower,upper,size,offset\na,0,2,32,0\nb,1,3,48,16\nc,2,4,16,64\nd,0,4,8,80\n",
+    )
+    .unwrap();
+    let checked = run_memplan(["check", instance.to_str().unwrap(), wrong.to_str().unwrap()]);
+    assert_eq!(checked.status.code(), Some(3), "{}", describe(&checked));
+    let stdout = String::from_utf8_lossy(&checked.stdout);
+    assert!(
+        stdout.contains("[overlap, contract 5] tensor `b`"),
+        "{}",
+        describe(&checked)
+    );
 }
 
 #[test]

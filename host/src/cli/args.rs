@@ -144,6 +144,10 @@ pub struct PlanArgs {
     /// TensorFlow Lite Micro's offline plan (`OfflineMemoryAllocation` metadata).
     #[arg(long = "emit-tflite")]
     pub emit_tflite: bool,
+    /// With a `.tflite` input that carries an offline plan (`OfflineMemoryAllocation`, e.g. one
+    /// memplan wrote), plan it afresh instead of keeping those offsets as fixed placements.
+    #[arg(long = "ignore-offline-plan")]
+    pub ignore_offline_plan: bool,
     #[command(flatten)]
     pub isolation: IsolationArgs,
     /// Stop the planner after this many seconds.

@@ -61,6 +61,8 @@ pub struct PlanConfig {
     pub limits: RunLimits,
     pub plugins: PluginConfig,
     pub format: Format,
+    /// `--ignore-offline-plan`: drop a `.tflite` model's offline plan as it is read.
+    pub ignore_offline_plan: bool,
 }
 
 #[derive(Debug)]
@@ -127,6 +129,13 @@ fn plan(args: PlanArgs) -> Result<PlanConfig> {
             args.input.display()
         )));
     }
+    if args.ignore_offline_plan && !crate::input::is_tflite_path(&args.input) {
+        return Err(Error::input(format!(
+            "--ignore-offline-plan drops the offline plan a .tflite model carries, but {} is not \
+             a .tflite model; drop --ignore-offline-plan",
+            args.input.display()
+        )));
+    }
     emit::check_destination(&args.out)?;
     let limits = run_limits(args.timeout, &args.isolation)?;
     let plugins = plugins(args.plugins)?;
@@ -143,6 +152,7 @@ fn plan(args: PlanArgs) -> Result<PlanConfig> {
         limits,
         plugins,
         format: args.format,
+        ignore_offline_plan: args.ignore_offline_plan,
     })
 }
 

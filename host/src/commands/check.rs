@@ -24,9 +24,25 @@ pub fn run(config: &CheckConfig) -> Result<ExitCode> {
     let Some(plan) = &config.plan else {
         return check_embedded(config);
     };
-    let document = plan_file::read_document(plan)?;
-    let target = target_of_the_plan(plan, document.target.as_deref(), &config.target)?;
+    // A solution CSV (`bench --solutions`, MiniMalloc) names no target and becomes a plan
+    // document only against the analysed model.
+    let solution = plan
+        .extension()
+        .is_some_and(|extension| extension.eq_ignore_ascii_case("csv"));
+    let document = if solution {
+        None
+    } else {
+        Some(plan_file::read_document(plan)?)
+    };
+    let planned = document
+        .as_ref()
+        .and_then(|document| document.target.as_deref());
+    let target = target_of_the_plan(plan, planned, &config.target)?;
     let analysis = super::read_and_analyze(&config.input, &target)?;
+    let document = match document {
+        Some(document) => document,
+        None => plan_file::read_solution(plan, &analysis)?,
+    };
     if let Some(planned) = &document.target {
         if *planned != analysis.target {
             return Err(Error::input(format!(

@@ -39,7 +39,9 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
 
     let mut timings = Vec::new();
     let mut analysis = timed(&mut timings, "read+analyze", || {
-        super::read_and_analyze(&config.input, &config.target)
+        super::read_edit_and_analyze(&config.input, &config.target, |model| {
+            offline_plan_as_read(model, config.ignore_offline_plan)
+        })
     })?;
     analysis.ensure_plannable()?;
 
@@ -122,6 +124,30 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
     let exit = failed_candidates_exit(&report);
     crate::allocator::release((analysis, checked, rendered));
     Ok(exit)
+}
+
+/// A `.tflite` model's offline plan (one memplan wrote with `--emit-tflite`, or another tool's)
+/// is kept as fixed placements, which a fresh plan may well beat: dropped with
+/// `--ignore-offline-plan`, else the user is told it is kept and how to drop it.
+fn offline_plan_as_read(model: &mut crate::input::Model, ignore: bool) {
+    let crate::input::LifetimeRule::TfliteMicro(graph) = &mut model.rule else {
+        return;
+    };
+    if ignore {
+        graph.offline_offsets = None;
+        return;
+    }
+    let placed = graph.offline_offsets.as_ref().map_or(0, |offsets| {
+        offsets.iter().filter(|&&offset| offset >= 0).count()
+    });
+    if placed > 0 {
+        tracing::warn!(
+            "{} carries an offline plan (OfflineMemoryAllocation metadata, e.g. from \
+             --emit-tflite): its {placed} offsets are kept as fixed placements; plan with \
+             --ignore-offline-plan to plan the model afresh",
+            model.path.display()
+        );
+    }
 }
 
 /// A planner that fails is broken, even when another's plan is kept: the run writes the kept
