@@ -172,7 +172,8 @@ pub struct PlannersArgs {
 pub struct CheckArgs {
     /// The model the plan is for.
     pub input: PathBuf,
-    /// The plan file (`{prefix}_plan.json` written by `memplan plan`). Without it, a `.tflite`
+    /// The plan file (`{prefix}_plan.json` written by `memplan plan`), or a MiniMalloc solution
+    /// CSV (`bench --solutions`; `.csv`). Without it, a `.tflite`
     /// model's own offline plan (`OfflineMemoryAllocation`) is checked against TensorFlow Lite
     /// Micro's lifetimes.
     pub plan: Option<PathBuf>,
