@@ -221,19 +221,7 @@ pub fn read_solution(path: &Path, analysis: &Analysis) -> Result<PlanDocument> {
     // The MiniMalloc reader reads the `offset` column as a fixed placement: the solution.
     let solution = crate::input::csv::read_minimalloc_csv(path)?;
     let request = &analysis.request;
-    let default_memory = request
-        .memories
-        .iter()
-        .enumerate()
-        .filter(|(_, memory)| memory.writable)
-        .filter_map(|(index, memory)| {
-            memory
-                .scratch_order
-                .into_option()
-                .map(|order| (order, index))
-        })
-        .min()
-        .map(|(_, index)| index as u32)
+    let default_memory = crate::analyze::fixed::first_scratch_memory(&request.memories)
         .ok_or_else(|| {
             Error::input(format!(
                 "{}: target `{}` has no memory for scratch tensors, so a solution cannot be \

@@ -11,7 +11,7 @@
 
 pub mod aliases;
 mod fit;
-mod fixed;
+pub(crate) mod fixed;
 pub mod lifetimes;
 pub mod sweep;
 pub mod tflm_greedy;
