@@ -37,7 +37,11 @@ pub fn run(config: &CheckConfig) -> Result<ExitCode> {
     let planned = document
         .as_ref()
         .and_then(|document| document.target.as_deref());
-    let target = target_of_the_plan(plan, planned, &config.target)?;
+    let mut target = target_of_the_plan(plan, planned, &config.target)?;
+    if let Some(document) = &document {
+        // The plan's external tensors are external in the analysis it is checked against.
+        target.external_io.ids = document.external_ids();
+    }
     let analysis = super::read_and_analyze(&config.input, &target)?;
     let document = match document {
         Some(document) => document,
@@ -92,6 +96,14 @@ fn target_of_the_plan(
 }
 
 fn check_embedded(config: &CheckConfig) -> Result<ExitCode> {
+    if !config.target.external_io.kinds.is_empty() {
+        return Err(Error::input(format!(
+            "{}: without a plan file, check checks the offline plan the model carries, in \
+             which TensorFlow Lite Micro keeps every tensor in its arena; --external-io does \
+             not apply (give the plan file memplan wrote to check a plan with external tensors)",
+            config.input.display()
+        )));
+    }
     let analysis = super::read_edit_and_analyze(&config.input, &config.target, |model| {
         if let LifetimeRule::TfliteMicro(graph) = &mut model.rule {
             graph.offline_plan_under_check = true;

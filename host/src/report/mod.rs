@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod check;
+pub mod external;
 pub mod plan;
 
 use std::io::{self, Write};
