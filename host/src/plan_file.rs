@@ -375,6 +375,7 @@ pub fn read_solution(path: &Path, analysis: &Analysis) -> Result<PlanDocument> {
         version: FORMAT_VERSION,
         planner: "a solution CSV".to_string(),
         summary: String::new(),
+        planners: Vec::new(),
         target: None,
         arenas,
         // A solution places every buffer it lists in its arena: none is external.
