@@ -30,6 +30,7 @@ pub mod error;
 pub mod input;
 pub mod json_layout;
 pub mod plan_file;
+pub mod printable;
 pub mod registry;
 pub mod render;
 pub mod report;
@@ -39,6 +40,8 @@ pub mod selection;
 pub use error::{Error, ErrorKind, Result};
 
 use std::process::ExitCode;
+
+use tracing_subscriber::field::MakeExt as _;
 
 use clap::Parser;
 
@@ -66,7 +69,7 @@ pub fn main() -> ExitCode {
     match config::resolve(cli).and_then(run) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("memplan: error: {error}");
+            eprintln!("memplan: error: {}", printable::printable_lines(&error.message));
             error.exit_code()
         }
     }
@@ -83,7 +86,9 @@ pub fn run(config: config::Config) -> Result<ExitCode> {
 }
 
 /// Sets up logging on stderr: warnings by default, `-v` debug, `-vv` trace, `-q` errors only.
-/// `RUST_LOG` overrides.
+/// `RUST_LOG` overrides. Every field of an event (its message, the planner's name) is printed
+/// through [`printable`]: they carry paths, tensor ids and planners' messages, none of which
+/// may send a terminal control sequences; the level's colour is memplan's own.
 fn init_logging(verbose: u8, quiet: bool) {
     let default = match (quiet, verbose) {
         (true, _) => "error",
@@ -96,6 +101,17 @@ fn init_logging(verbose: u8, quiet: bool) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .fmt_fields(
+            tracing_subscriber::fmt::format::debug_fn(|writer, field, value| {
+                let value = format!("{value:?}");
+                if field.name() == "message" {
+                    write!(writer, "{}", printable::printable_lines(&value))
+                } else {
+                    write!(writer, "{}={}", field.name(), printable::printable(&value))
+                }
+            })
+            .delimited(" "),
+        )
         // Colour only on a terminal: piped logs (CI, tests, files) stay plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .without_time()

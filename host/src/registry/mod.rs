@@ -34,8 +34,10 @@ use std::sync::Arc;
 use memplan_plugin_api::{MemoryPlan, PlanRequest, PlannerEntry};
 
 use crate::error::{Error, Result};
-use crate::runner::{isolate, plan_in_worker, run, run_planner, Isolation, RunLimits, WorkerJob};
-pub use load::{load_plugin, open_module, LoadFailure, PluginFile};
+use crate::runner::{
+    isolate, plan_in_worker, run, run_planner, Isolation, RunLimits, WorkerCode, WorkerJob,
+};
+pub use load::{load_plugin, open_module, DeferredPlugin, LoadFailure, PluginFile};
 pub use search::{candidate_files, executable_dir, search_path, PLUGIN_PATH_VAR};
 pub use trust::{OpenedPlugin, PinSource, TrustPolicy};
 
@@ -50,7 +52,17 @@ pub struct PlannerHandle {
     /// Whether that file is part of memplan's installation (see [`is_installed_with_memplan`]);
     /// `--isolate=auto` runs the others in a sandboxed worker.
     pub shipped: bool,
-    entry: PlannerEntry,
+    code: PlannerCode,
+}
+
+/// Where a planner's code is.
+#[derive(Clone)]
+enum PlannerCode {
+    /// In memplan's process: a shipped planner, loaded when found.
+    Loaded(PlannerEntry),
+    /// In a third-party file memplan has not loaded: known by its manifest, loaded by the
+    /// worker that runs it (or, with `--isolate=never`, into memplan's process when it runs).
+    Deferred(Arc<DeferredPlugin>),
 }
 
 impl PlannerHandle {
@@ -61,8 +73,46 @@ impl PlannerHandle {
             description: entry.description.as_str().to_string(),
             file,
             shipped,
-            entry,
+            code: PlannerCode::Loaded(entry),
         }
+    }
+
+    /// A third-party planner its file's manifest declares, not loaded.
+    fn deferred(
+        declared: &memplan_plugin_api::manifest::DeclaredPlanner,
+        file: Arc<PluginFile>,
+        plugin: Arc<DeferredPlugin>,
+    ) -> PlannerHandle {
+        let unknown = |text: &str| {
+            if text.is_empty() {
+                "?".to_string()
+            } else {
+                text.to_string()
+            }
+        };
+        PlannerHandle {
+            name: declared.name.clone(),
+            version: unknown(&declared.version),
+            description: unknown(&declared.description),
+            file,
+            shipped: false,
+            code: PlannerCode::Deferred(plugin),
+        }
+    }
+
+    /// Whether memplan has loaded this planner's file into its own process.
+    pub fn is_loaded(&self) -> bool {
+        matches!(self.code, PlannerCode::Loaded(_))
+    }
+
+    /// "cannot be loaded: REASON", as an error naming this planner and its file.
+    fn load_failure(&self, reason: &str) -> Error {
+        Error::plugin(format!(
+            "planner `{}` ({}) cannot be loaded: {}",
+            self.name,
+            crate::printable::printable(&self.file.path.display().to_string()),
+            crate::printable::printable(reason)
+        ))
     }
 
     /// Whether this planner runs in a worker process under `isolation`: always, never, or
@@ -105,7 +155,20 @@ impl PlannerHandle {
     /// failures map onto exit codes).
     pub fn run(&self, request: &PlanRequest, limits: &RunLimits) -> Result<MemoryPlan> {
         let origin = self.file.path.display().to_string();
-        run_planner(&self.name, &origin, &self.entry, request, limits)
+        let entry = match &self.code {
+            PlannerCode::Loaded(entry) => *entry,
+            PlannerCode::Deferred(plugin) => {
+                tracing::debug!(
+                    "loading {} into memplan's process for planner `{}`",
+                    plugin.path().display(),
+                    self.name
+                );
+                plugin
+                    .load_planner_in_process(&self.name)
+                    .map_err(|reason| self.load_failure(&reason))?
+            }
+        };
+        run_planner(&self.name, &origin, &entry, request, limits)
     }
 
     /// Runs this planner in a sandboxed worker process (`--isolate`, see [`isolate`]), with
@@ -115,10 +178,21 @@ impl PlannerHandle {
     pub fn run_isolated(&self, request: &PlanRequest, limits: &RunLimits) -> Result<MemoryPlan> {
         let origin = self.file.path.display().to_string();
         let limits = limits.for_worker();
+        let load = |load_path: &Path| match &self.code {
+            PlannerCode::Loaded(entry) => Ok(*entry),
+            PlannerCode::Deferred(plugin) => plugin.load_planner(load_path, &self.name),
+        };
+        let code = match &self.code {
+            PlannerCode::Loaded(entry) => WorkerCode::Loaded(entry),
+            PlannerCode::Deferred(plugin) => WorkerCode::Load {
+                fd: plugin.raw_fd(),
+                load: &load,
+            },
+        };
         let job = WorkerJob {
             planner: &self.name,
             origin: &origin,
-            entry: &self.entry,
+            code,
             limits: &limits,
             memory_limit: limits
                 .memory_limit
@@ -309,7 +383,8 @@ impl Registry {
                 );
                 continue;
             }
-            let declared = opened.declared_planners();
+            let manifest = opened.manifest();
+            let declared = manifest.as_ref().map(|manifest| manifest.names());
             if let Some(declared) = &declared {
                 if !selected.is_empty() && !declared.iter().any(|name| selected.contains(&&**name))
                 {
@@ -322,9 +397,13 @@ impl Registry {
                     continue;
                 }
             }
+            if !is_installed_with_memplan(&path, installation) {
+                self.admit_third_party(path, opened, manifest, &mut by_name);
+                continue;
+            }
             match load_plugin(opened) {
                 Ok((file, module)) => {
-                    let shipped = is_installed_with_memplan(&file.path, installation);
+                    let shipped = true;
                     let file = Arc::new(file);
                     let entries = module.planners();
                     if let Some(reason) = manifest_mismatch(declared.as_deref(), &entries) {
@@ -340,34 +419,7 @@ impl Registry {
                     }
                     for entry in entries.iter() {
                         let handle = PlannerHandle::new(*entry, Arc::clone(&file), shipped);
-                        if !is_valid_planner_name(&handle.name) {
-                            self.rejected.push(Rejected {
-                                path: path.clone(),
-                                reason: format!(
-                                    "exports a planner named {:?}; planner names are non-empty \
-                                     and use only a-z, 0-9 and `-`, so that they can be given \
-                                     to --planner",
-                                    handle.name
-                                ),
-                            });
-                            continue;
-                        }
-                        if let Some(reason) = self.trust.check_planner(&handle.name, &file.sha256) {
-                            tracing::warn!("{}: {reason}", path.display());
-                            self.refused_by_pin.insert(handle.name.clone());
-                            self.rejected.push(Rejected {
-                                path: path.clone(),
-                                reason,
-                            });
-                            continue;
-                        }
-                        tracing::debug!(
-                            "found planner `{}` {} in {}",
-                            handle.name,
-                            handle.version,
-                            path.display()
-                        );
-                        by_name.entry(handle.name.clone()).or_default().push(handle);
+                        self.admit(handle, &mut by_name);
                     }
                 }
                 Err(LoadFailure::NotAPlugin { detail }) => {
@@ -387,6 +439,95 @@ impl Registry {
         }
         for (name, handles) in by_name {
             self.register(dir, name, handles);
+        }
+    }
+
+    /// Adds `handle` to the planners of its directory, `by_name`, unless its name is not one
+    /// `--planner` can select or its pin refuses its file (then it is rejected, saying why).
+    fn admit(&mut self, handle: PlannerHandle, by_name: &mut BTreeMap<String, Vec<PlannerHandle>>) {
+        let path = handle.file.path.clone();
+        if !is_valid_planner_name(&handle.name) {
+            self.rejected.push(Rejected {
+                path,
+                reason: format!(
+                    "exports a planner named {:?}; planner names are non-empty and use only \
+                     a-z, 0-9 and `-`, so that they can be given to --planner",
+                    handle.name
+                ),
+            });
+            return;
+        }
+        if let Some(reason) = self.trust.check_planner(&handle.name, &handle.file.sha256) {
+            tracing::warn!("{}: {reason}", path.display());
+            self.refused_by_pin.insert(handle.name.clone());
+            self.rejected.push(Rejected { path, reason });
+            return;
+        }
+        tracing::debug!(
+            "found planner `{}` {} in {}{}",
+            handle.name,
+            handle.version,
+            path.display(),
+            if handle.is_loaded() {
+                ""
+            } else {
+                " (third-party: known by its manifest, not loaded)"
+            }
+        );
+        by_name.entry(handle.name.clone()).or_default().push(handle);
+    }
+
+    /// Registers the planners a third-party file's manifest declares, without loading the
+    /// file: its code runs only in the sandboxed worker that runs one of its planners (or in
+    /// memplan's process with `--isolate=never`). A file without a manifest is never loaded:
+    /// refused when it is a memplan plugin (built against an earlier plugin-api), skipped
+    /// quietly otherwise.
+    fn admit_third_party(
+        &mut self,
+        path: PathBuf,
+        opened: OpenedPlugin,
+        manifest: Option<memplan_plugin_api::manifest::Manifest>,
+        by_name: &mut BTreeMap<String, Vec<PlannerHandle>>,
+    ) {
+        let Some(manifest) = manifest else {
+            if opened.names_the_plugin_loader() {
+                let reason = format!(
+                    "a memplan plugin without a planner manifest (section {}, which \
+                     export_planners! writes): memplan does not load a \
+                     third-party file to learn its planners; rebuild it against the current \
+                     memplan-plugin-api",
+                    memplan_plugin_api::manifest::MANIFEST_SECTION
+                );
+                tracing::warn!("{}: rejected: {reason}", path.display());
+                self.rejected.push(Rejected { path, reason });
+            } else {
+                tracing::debug!(
+                    "{}: not a memplan plugin, skipped without loading it",
+                    path.display()
+                );
+            }
+            return;
+        };
+        if let Some(reason) = load::abi_mismatch(&manifest) {
+            tracing::warn!("{}: rejected: {reason}", path.display());
+            self.rejected.push(Rejected { path, reason });
+            return;
+        }
+        if manifest.planners.is_empty() {
+            self.rejected.push(Rejected {
+                path,
+                reason: "a memplan plugin that exports no planners".to_string(),
+            });
+            return;
+        }
+        let file = Arc::new(PluginFile {
+            path,
+            sha256: opened.sha256.clone(),
+        });
+        let plugin = Arc::new(DeferredPlugin::new(opened, manifest));
+        for declared in &plugin.manifest().planners {
+            let handle = PlannerHandle::deferred(declared, Arc::clone(&file), Arc::clone(&plugin));
+            self.admit(handle, by_name);
         }
     }
 
@@ -577,7 +718,7 @@ impl Registry {
 /// Why a file whose manifest does not list the planners it exports is refused (`None` when
 /// it has no manifest or they agree): a run selecting one of its planners by the manifest
 /// would skip the file, or load it for a planner it does not have.
-fn manifest_mismatch(declared: Option<&[String]>, entries: &[PlannerEntry]) -> Option<String> {
+pub(crate) fn manifest_mismatch(declared: Option<&[String]>, entries: &[PlannerEntry]) -> Option<String> {
     let declared = declared?;
     let mut exported: Vec<&str> = entries.iter().map(|entry| entry.name.as_str()).collect();
     let mut listed: Vec<&str> = declared.iter().map(String::as_str).collect();
@@ -716,16 +857,12 @@ mod tests {
         std::fs::write(dir.join("README"), b"not a library").unwrap();
         let registry = Registry::scan(vec![dir.clone()]);
         assert!(registry.planners().is_empty());
-        assert_eq!(registry.rejected().len(), 1, "{:?}", registry.rejected());
-        assert_eq!(registry.rejected()[0].path, garbage);
+        // A third-party file without a planner manifest is never handed to the dynamic
+        // loader; one that is not a memplan plugin at all is skipped without a word.
+        assert!(registry.rejected().is_empty(), "{:?}", registry.rejected());
         let error = registry.find("linear").unwrap_err();
         assert!(
             error.message.contains(&dir.display().to_string()),
-            "{}",
-            error.message
-        );
-        assert!(
-            error.message.contains("1 plugin file(s) were rejected"),
             "{}",
             error.message
         );

@@ -242,10 +242,21 @@ impl OpenedPlugin {
         })
     }
 
-    /// The planner names the file declares in its manifest section, read without loading it;
-    /// `None` when it has none.
-    pub fn declared_planners(&self) -> Option<Vec<String>> {
+    /// The file's planner manifest, read without loading it; `None` when it has none.
+    pub fn manifest(&self) -> Option<memplan_plugin_api::manifest::Manifest> {
         super::manifest::declared_planners(&self.file)
+    }
+
+    /// Whether the file is a memplan plugin, read without loading it (see
+    /// [`super::manifest::names_the_plugin_loader`]).
+    pub fn names_the_plugin_loader(&self) -> bool {
+        super::manifest::names_the_plugin_loader(&self.file)
+    }
+
+    /// The open file's descriptor (valid as long as `self` is).
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.file.as_raw_fd()
     }
 
     /// The path to give the dynamic loader: the open file itself (`/proc/self/fd/N`), which
@@ -263,6 +274,17 @@ impl OpenedPlugin {
     #[cfg(not(target_os = "linux"))]
     pub fn into_load_path(self) -> PathBuf {
         self.path
+    }
+
+    /// The path to give the dynamic loader for the open file, which `self` keeps open.
+    #[cfg(target_os = "linux")]
+    pub fn load_path(&self) -> PathBuf {
+        PathBuf::from(format!("/proc/self/fd/{}", self.raw_fd()))
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn load_path(&self) -> PathBuf {
+        self.path.clone()
     }
 }
 
