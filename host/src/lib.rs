@@ -69,7 +69,10 @@ pub fn main() -> ExitCode {
     match config::resolve(cli).and_then(run) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("memplan: error: {}", printable::printable_lines(&error.message));
+            eprintln!(
+                "memplan: error: {}",
+                printable::printable_lines(&error.message)
+            );
             error.exit_code()
         }
     }

@@ -119,9 +119,15 @@ mod tests {
             printable("\x1b[2J\x1b]0;pwned\x07red\rfake\0x\x7f"),
             "\\x1b[2J\\x1b]0;pwned\\x07red\\x0dfake\\x00x\\x7f"
         );
-        assert_eq!(printable("a\u{202e}b\u{2066}c\u{9b}"), "a\\u{202e}b\\u{2066}c\\u{9b}");
+        assert_eq!(
+            printable("a\u{202e}b\u{2066}c\u{9b}"),
+            "a\\u{202e}b\\u{2066}c\\u{9b}"
+        );
         assert_eq!(printable("one\ntwo\tthree"), "one\\x0atwo\\x09three");
-        assert_eq!(printable_lines("one\ntwo\tthree\x1b"), "one\ntwo\tthree\\x1b");
+        assert_eq!(
+            printable_lines("one\ntwo\tthree\x1b"),
+            "one\ntwo\tthree\\x1b"
+        );
     }
 
     #[test]

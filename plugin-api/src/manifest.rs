@@ -39,7 +39,10 @@ pub struct Manifest {
 impl Manifest {
     /// The planners' names, in manifest order.
     pub fn names(&self) -> Vec<String> {
-        self.planners.iter().map(|planner| planner.name.clone()).collect()
+        self.planners
+            .iter()
+            .map(|planner| planner.name.clone())
+            .collect()
     }
 }
 
@@ -50,10 +53,8 @@ pub const fn __manifest_len(planners: &[[&str; 3]]) -> usize {
     let mut length = MANIFEST_MAGIC.len() + crate::ABI_VERSION.len() + 1;
     let mut index = 0;
     while index < planners.len() {
-        length += planners[index][0].len()
-            + planners[index][1].len()
-            + planners[index][2].len()
-            + 3;
+        length +=
+            planners[index][0].len() + planners[index][1].len() + planners[index][2].len() + 3;
         index += 1;
     }
     length
@@ -171,7 +172,10 @@ mod tests {
         let old = parse_manifest(b"memplan-planners/1\nexact\n").unwrap();
         assert_eq!(old.names(), vec!["exact".to_string()]);
         assert_eq!(old.abi_version, None);
-        assert_eq!(parse_manifest(b"memplan-planners/1\n").unwrap().planners, vec![]);
+        assert_eq!(
+            parse_manifest(b"memplan-planners/1\n").unwrap().planners,
+            vec![]
+        );
         assert_eq!(parse_manifest(b"memplan-planners/3\nexact\n"), None);
         assert_eq!(parse_manifest(b"memplan-planners/1\nexact"), None);
         assert_eq!(parse_manifest(b"memplan-planners/2\n1.0.0\nexact\n"), None);

@@ -28,11 +28,8 @@ const DYNAMIC_NAMES_CAP: u64 = 16 << 20;
 /// plugin without a manifest is refused saying so; any other library is skipped quietly.
 pub fn names_the_plugin_loader(file: &File) -> bool {
     let symbol = memplan_plugin_api::export::LOADER_SYMBOL.as_bytes();
-    section_named(file, ".dynstr", DYNAMIC_NAMES_CAP).is_some_and(|names| {
-        names
-            .split(|&byte| byte == 0)
-            .any(|name| name == symbol)
-    })
+    section_named(file, ".dynstr", DYNAMIC_NAMES_CAP)
+        .is_some_and(|names| names.split(|&byte| byte == 0).any(|name| name == symbol))
 }
 
 /// The bytes of the section of `file` called `wanted`, when there is one of at most `cap`

@@ -265,12 +265,47 @@ impl Registry {
         selected: &[&str],
     ) -> Result<Registry> {
         let env_path = std::env::var_os(PLUGIN_PATH_VAR);
+        // A directory the user names by a path others could redirect (a link in, or a
+        // directory under, one anyone may write) is not searched: its files would pass the
+        // checks of their own resolved directories.
+        let mut refused = Vec::new();
+        let mut safe_route = |dir: &Path| {
+            if trust.allow_insecure || !dir.is_absolute() || !dir.exists() {
+                return true;
+            }
+            match trust::insecure_route(dir) {
+                Ok(None) => true,
+                Ok(Some(problem)) | Err(problem) => {
+                    tracing::warn!("plugin directory {}: {problem}", dir.display());
+                    refused.push(Rejected {
+                        path: dir.to_path_buf(),
+                        reason: format!("not searched: {problem}"),
+                    });
+                    false
+                }
+            }
+        };
+        let plugin_dirs: Vec<PathBuf> = plugin_dirs
+            .iter()
+            .filter(|dir| {
+                let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+                safe_route(&absolute)
+            })
+            .cloned()
+            .collect();
+        let env_path = env_path.map(|value| {
+            let kept: Vec<PathBuf> = std::env::split_paths(&value)
+                .filter(|entry| safe_route(entry))
+                .collect();
+            std::env::join_paths(kept).unwrap_or(value)
+        });
         let searched = search_path(
-            plugin_dirs,
+            &plugin_dirs,
             env_path.as_deref(),
             executable_dir().as_deref(),
         )?;
-        let registry = Registry::scan_with(searched, trust, selected);
+        let mut registry = Registry::scan_with(searched, trust, selected);
+        registry.rejected.splice(0..0, refused);
         registry.check_pins_name_planners(selected)?;
         Ok(registry)
     }
@@ -718,7 +753,10 @@ impl Registry {
 /// Why a file whose manifest does not list the planners it exports is refused (`None` when
 /// it has no manifest or they agree): a run selecting one of its planners by the manifest
 /// would skip the file, or load it for a planner it does not have.
-pub(crate) fn manifest_mismatch(declared: Option<&[String]>, entries: &[PlannerEntry]) -> Option<String> {
+pub(crate) fn manifest_mismatch(
+    declared: Option<&[String]>,
+    entries: &[PlannerEntry],
+) -> Option<String> {
     let declared = declared?;
     let mut exported: Vec<&str> = entries.iter().map(|entry| entry.name.as_str()).collect();
     let mut listed: Vec<&str> = declared.iter().map(String::as_str).collect();

@@ -756,7 +756,7 @@ impl SandboxSetup {
 
     /// The path the worker loads its plugin file by.
     fn plugin_path(_fd: Option<std::os::fd::RawFd>) -> std::path::PathBuf {
-        std::path::PathBuf::from(sandbox::PLUGIN_PATH)
+        sandbox::plugin_path()
     }
 
     fn lingering_threads() -> u32 {
@@ -951,10 +951,9 @@ fn interpret(
         (Some(0), Some(WorkerReply::Plan(plan))) => Ok(Ok(plan)),
         (Some(0), Some(WorkerReply::Error(error))) => Ok(Err(error)),
         // Whatever the worker says, it says for the planner: its code could have written it.
-        (Some(0), Some(WorkerReply::Failed { message })) => Err(Error::plugin(format!(
-            "{subject}: {}",
-            printable(&message)
-        ))),
+        (Some(0), Some(WorkerReply::Failed { message })) => {
+            Err(Error::plugin(format!("{subject}: {}", printable(&message))))
+        }
         (Some(_), Some(WorkerReply::Violation(violation))) => Err(Error::plugin(format!(
             "{subject} was stopped by the sandbox: it {}. Planners from outside memplan's \
              installation run sandboxed (--isolate=auto): no files, network, processes or \
@@ -1139,7 +1138,9 @@ mod tests {
         assert!(!error.message.contains("--plan-memory-limit"), "{error}");
         let error = interpret(SUBJECT, ended(ExitStatus::from_raw(6)), b"", LIMIT).unwrap_err();
         assert!(
-            error.message.contains("memory limit of 1.0 GiB (--plan-memory-limit)"),
+            error
+                .message
+                .contains("memory limit of 1.0 GiB (--plan-memory-limit)"),
             "{error}"
         );
     }

@@ -77,6 +77,9 @@ pub struct Preparation {
     limits: SandboxLimits,
     /// The address space the parent holds at the fork, which the child inherits.
     inherited_bytes: u64,
+    /// The processors online, as the C library's allocator counts them (it reads a file in
+    /// `/sys` for that, which the worker may not: see [`set_allocator_arenas`]).
+    processors: i64,
 }
 
 impl Preparation {
@@ -84,8 +87,29 @@ impl Preparation {
         Preparation {
             limits,
             inherited_bytes: address_space_bytes().unwrap_or(0),
+            // SAFETY: sysconf has no preconditions.
+            processors: unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1),
         }
     }
+}
+
+/// glibc's allocator gives threads arenas of their own, up to a limit it works out, once
+/// more than eight threads allocate, from the processors online: it reads
+/// `/sys/devices/system/cpu/online` then, so that a planner's ninth thread would be stopped by
+/// the sandbox for opening a file. Setting the limit first (to glibc's own default, eight per
+/// processor) leaves it nothing to read.
+fn set_allocator_arenas(preparation: &Preparation) {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt only sets an allocator parameter.
+    unsafe {
+        let arenas = preparation
+            .processors
+            .saturating_mul(8)
+            .min(i64::from(i32::MAX));
+        libc::mallopt(libc::M_ARENA_MAX, arenas as libc::c_int);
+    }
+    #[cfg(not(target_env = "gnu"))]
+    let _ = preparation;
 }
 
 /// The process's address space (VmSize), in bytes.
@@ -100,7 +124,7 @@ fn address_space_bytes() -> Option<u64> {
 /// Enters the sandbox in the worker: `reply` becomes [`REPLY_FD`] (returned as a file, also
 /// when the rest fails), everything listed in the module docs is set up, and from then on only
 /// the allowed system calls run. With `plugin`, the descriptor of a plugin file the worker is
-/// to load itself, that file stays open as [`PLUGIN_PATH`] and the worker enters the loading
+/// to load itself, that file stays open as [`plugin_path`] and the worker enters the loading
 /// stage ([`Entered::seal`] ends it); without, it is sealed at once. An error is a message for
 /// the user: the worker reports it and exits without calling the planner (a sandbox that
 /// cannot be set up is not silently skipped).
@@ -220,7 +244,10 @@ fn landlock_layer(stage: Stage) -> String {
         .and_then(|ruleset| match stage {
             Stage::Planning => Ok(ruleset),
             Stage::Loading => ruleset
-                .add_rules(path_beneath_rules([PLUGIN_PATH], AccessFs::from_read(abi)))
+                .add_rules(path_beneath_rules(
+                    [plugin_path()],
+                    AccessFs::from_read(abi),
+                ))
                 .and_then(|ruleset| {
                     ruleset.add_rules(path_beneath_rules(LIBRARY_PATHS, AccessFs::from_read(abi)))
                 }),
@@ -272,6 +299,7 @@ fn enter_with_reply_in_place(
         unsafe { libc::close(PLUGIN_FD) };
     }
     clear_environment();
+    set_allocator_arenas(preparation);
     set_limits(preparation)?;
     // SAFETY: prctl with integer arguments only.
     unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
@@ -314,8 +342,15 @@ fn enter_with_reply_in_place(
 const PLUGIN_FD: i32 = 5;
 
 /// The path the worker's dynamic loader opens the plugin file by: its descriptor, so that the
-/// bytes loaded are the bytes memplan checked and hashed.
-pub const PLUGIN_PATH: &str = "/proc/self/fd/5";
+/// bytes loaded are the bytes memplan checked and hashed. Named through the worker's own
+/// process id, not `/proc/self`: the dynamic loader takes a path it has loaded before for the
+/// library it loaded then, and memplan loads its own plugins as `/proc/self/fd/N` (the same
+/// `/proc/self/fd/5` would give the worker one of those instead of its file).
+pub fn plugin_path() -> std::path::PathBuf {
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    std::path::PathBuf::from(format!("/proc/{pid}/fd/{PLUGIN_FD}"))
+}
 
 /// Empties the worker's environment before any plugin code runs in it: the host's variables
 /// (tokens, keys, paths) are none of a planner's business. The strings themselves are zeroed,
@@ -457,7 +492,11 @@ extern "C" fn on_violation(
                 let errno = libc::__errno_location();
                 let saved = *errno;
                 let result = libc::syscall(libc::SYS_fstat, fd as libc::c_int, stat);
-                let value = if result < 0 { -i64::from(*errno) } else { result };
+                let value = if result < 0 {
+                    -i64::from(*errno)
+                } else {
+                    result
+                };
                 *errno = saved;
                 set_result(context, value);
             }
@@ -549,7 +588,10 @@ fn filters(memory_bytes: u64) -> Result<Filters, String> {
             .map_err(|error| format!("cannot build the system-call filter: {error}"))
     };
     let not_implemented = compile(SeccompFilter::new(
-        BTreeMap::from([(libc::SYS_clone3, Vec::new()), (libc::SYS_statx, Vec::new())]),
+        BTreeMap::from([
+            (libc::SYS_clone3, Vec::new()),
+            (libc::SYS_statx, Vec::new()),
+        ]),
         SeccompAction::Allow,
         SeccompAction::Errno(libc::ENOSYS as u32),
         ARCH,
@@ -945,7 +987,9 @@ mod tests {
         for program in [&filters.not_implemented, &filters.loader, &filters.planner] {
             assert!(!program.is_empty());
             // The architecture check traps (so the handler names the call), never kills.
-            assert!(program[..3].iter().any(|instruction| instruction.k == RET_TRAP));
+            assert!(program[..3]
+                .iter()
+                .any(|instruction| instruction.k == RET_TRAP));
             assert!(!program[..3]
                 .iter()
                 .any(|instruction| instruction.k == RET_KILL_PROCESS));
