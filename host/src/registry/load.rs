@@ -67,24 +67,18 @@ impl DeferredPlugin {
     /// `/proc/self/fd/N`) and returns planner `name`'s entry. The file must export exactly the
     /// planners its manifest lists. The error is a one-line reason for the user.
     pub fn load_planner(&self, load_path: &Path, name: &str) -> Result<PlannerEntry, String> {
-        let module = open_module(load_path).map_err(|failure| match failure {
-            LoadFailure::NotAPlugin { detail } => {
-                format!("it has a planner manifest but is not a memplan plugin ({detail})")
-            }
-            LoadFailure::Rejected { reason, .. } => reason,
-        })?;
+        let module = open_module(load_path).map_err(describe_deferred_failure)?;
         self.planner_of(module, name)
     }
 
     /// Planner `name`'s entry, the file loaded into memplan's own process (once).
     pub fn load_planner_in_process(&self, name: &str) -> Result<PlannerEntry, String> {
         let module = self.in_process.get_or_init(|| {
-            open_module(&self.opened.load_path()).map_err(|failure| match failure {
-                LoadFailure::NotAPlugin { detail } => {
-                    format!("it has a planner manifest but is not a memplan plugin ({detail})")
-                }
-                LoadFailure::Rejected { reason, .. } => reason,
-            })
+            let load_path = self
+                .opened
+                .load_path()
+                .map_err(|error| format!("cannot keep the file open: {error}"))?;
+            open_module(&load_path).map_err(describe_deferred_failure)
         });
         self.planner_of(*module.as_ref().map_err(Clone::clone)?, name)
     }
@@ -123,6 +117,22 @@ pub enum LoadFailure {
         reason: String,
         detail: Option<String>,
     },
+}
+
+/// The one-line reason a file with a manifest did not load; the loader's full report (a layout
+/// comparison) goes to the debug log (`-v`).
+fn describe_deferred_failure(failure: LoadFailure) -> String {
+    match failure {
+        LoadFailure::NotAPlugin { detail } => {
+            format!("it has a planner manifest but is not a memplan plugin ({detail})")
+        }
+        LoadFailure::Rejected { reason, detail } => {
+            if let Some(detail) = detail {
+                tracing::debug!("loader report:\n{detail}");
+            }
+            reason
+        }
+    }
 }
 
 /// Loads and initializes one opened plugin file. The library stays loaded for the rest of the

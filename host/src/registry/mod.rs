@@ -270,7 +270,10 @@ impl Registry {
         // checks of their own resolved directories.
         let mut refused = Vec::new();
         let mut safe_route = |dir: &Path| {
-            if trust.allow_insecure || !dir.is_absolute() || !dir.exists() {
+            // A directory named by its own resolved path: every file's route is checked
+            // from it (see `trust`); only a route through links can differ.
+            let resolved = dir.canonicalize().is_ok_and(|resolved| resolved == dir);
+            if trust.allow_insecure || !dir.is_absolute() || !dir.exists() || resolved {
                 return true;
             }
             match trust::insecure_route(dir) {

@@ -249,15 +249,23 @@ impl OpenedPlugin {
         self.path
     }
 
-    /// The path to give the dynamic loader for the open file, which `self` keeps open.
+    /// The path to give the dynamic loader for the open file, through a copy of its descriptor
+    /// that stays open for the rest of the process: the loader takes a path it has loaded
+    /// before for the library it loaded then, so a `/proc/self/fd/N` it has seen must never
+    /// name another file (as it would once N is closed and reused).
     #[cfg(target_os = "linux")]
-    pub fn load_path(&self) -> PathBuf {
-        PathBuf::from(format!("/proc/self/fd/{}", self.raw_fd()))
+    pub fn load_path(&self) -> std::io::Result<PathBuf> {
+        // SAFETY: F_DUPFD_CLOEXEC on the open descriptor; the copy is never closed.
+        let copy = unsafe { libc::fcntl(self.raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+        if copy < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(PathBuf::from(format!("/proc/self/fd/{copy}")))
     }
 
     #[cfg(not(target_os = "linux"))]
-    pub fn load_path(&self) -> PathBuf {
-        self.path.clone()
+    pub fn load_path(&self) -> std::io::Result<PathBuf> {
+        Ok(self.path.clone())
     }
 }
 
