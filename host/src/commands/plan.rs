@@ -42,6 +42,7 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
         super::read_and_analyze(&config.input, &config.target)
     })?;
     analysis.ensure_plannable()?;
+    crate::render::check_emit_tflite(&analysis, &render_options)?;
 
     // Each candidate plan is checked before it may compete, so a wrong plan never wins.
     let mut check_time = Duration::ZERO;
@@ -49,21 +50,24 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
     // The request carries the first planner's options; another planner whose options differ
     // gets a copy with its own (a cost paid only with per-planner options).
     options.set_for(&mut analysis.request, &names[0]);
+    // External tensors are not the planner's: it gets the others, renumbered.
+    let planner_request = analysis.planner_request();
     let selection = selection::select_plan(names, &analysis.request, |name| {
         let index = names
             .iter()
             .position(|n| n == name)
             .expect("name from the list");
         let own_options;
-        let request = if analysis.request.options.as_str() == options.for_planner(name) {
-            &analysis.request
+        let request = if planner_request.options.as_str() == options.for_planner(name) {
+            &*planner_request
         } else {
-            let mut copy = analysis.request.clone();
+            let mut copy = planner_request.clone().into_owned();
             options.set_for(&mut copy, name);
             own_options = copy;
             &own_options
         };
         let plan = planners[index].execute(request, limits, config.isolate)?;
+        let plan = analysis.external.restore_indices(plan);
         let check_start = Instant::now();
         let checked = check::check_plan(&analysis, plan).map_err(|violations| {
             let error = Error::from(violations);
@@ -119,6 +123,7 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
     }
     .map_err(|error| Error::internal(format!("cannot write the summary to stdout: {error}")))?;
     let exit = wrong_plans_exit(&report);
+    drop(planner_request);
     crate::allocator::release((analysis, checked, rendered));
     Ok(exit)
 }
