@@ -184,6 +184,15 @@ impl Entered {
         let Some(filter) = self.planner_filter.take() else {
             return Ok(());
         };
+        // Filters and Landlock domains bind the thread that sets them up: a thread the file's
+        // constructors started would keep the loading stage's rights.
+        if thread_count().is_some_and(|threads| threads > 1) {
+            return Err(
+                "the plugin file started a thread while it was loaded, which would run \
+                 outside the sandbox's last stage"
+                    .to_string(),
+            );
+        }
         // SAFETY: the plugin is mapped; its descriptor is not needed any more.
         unsafe { libc::close(PLUGIN_FD) };
         self.layers.push(landlock_layer(Stage::Planning));
