@@ -18,7 +18,8 @@
 //!
 //! [`cli`] parses the command line and resolves it into a checked configuration; [`main`]
 //! dispatches it to [`commands`], which wire the stages for each subcommand; [`report`] prints
-//! what they found; [`allocator`] keeps freed memory for reuse during the run.
+//! what they found; [`allocator`] keeps freed memory for reuse during the run; [`printable`]
+//! decides which characters of user-given text are never shown raw.
 
 pub mod allocator;
 pub mod analyze;
@@ -71,7 +72,7 @@ pub fn main() -> ExitCode {
         Err(error) => {
             eprintln!(
                 "memplan: error: {}",
-                printable::printable_lines(&error.message)
+                printable::escape_hidden_lines(&error.message)
             );
             error.exit_code()
         }
@@ -108,9 +109,14 @@ fn init_logging(verbose: u8, quiet: bool) {
             tracing_subscriber::fmt::format::debug_fn(|writer, field, value| {
                 let value = format!("{value:?}");
                 if field.name() == "message" {
-                    write!(writer, "{}", printable::printable_lines(&value))
+                    write!(writer, "{}", printable::escape_hidden_lines(&value))
                 } else {
-                    write!(writer, "{}={}", field.name(), printable::printable(&value))
+                    write!(
+                        writer,
+                        "{}={}",
+                        field.name(),
+                        printable::escape_hidden(&value)
+                    )
                 }
             })
             .delimited(" "),

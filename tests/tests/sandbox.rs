@@ -619,8 +619,8 @@ fn a_planner_cannot_drive_the_terminal_or_speak_as_memplan() {
         stderr.contains("[planner fixture-terminal] memplan: error: model does not fit (forged)"),
         "{stderr}"
     );
-    assert!(stderr.contains("\\x1b[31mred"), "{stderr}");
-    assert!(String::from_utf8_lossy(&output.stdout).contains("summary \\x1b[5mblinks"));
+    assert!(stderr.contains("\\u{001b}[31mred"), "{stderr}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("summary \\u{001b}[5mblinks"));
 }
 
 #[test]

@@ -110,8 +110,8 @@ impl PlannerHandle {
         Error::plugin(format!(
             "planner `{}` ({}) cannot be loaded: {}",
             self.name,
-            crate::printable::printable(&self.file.path.display().to_string()),
-            crate::printable::printable(reason)
+            crate::printable::escape_hidden(&self.file.path.display().to_string()),
+            crate::printable::escape_hidden(reason)
         ))
     }
 

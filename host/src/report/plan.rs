@@ -298,7 +298,7 @@ pub fn write_text(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
         // The planner's own words: no control characters reach the terminal.
         format!(
             " ({})",
-            crate::printable::printable(&report.planner_summary)
+            crate::printable::escape_hidden(&report.planner_summary)
         )
     };
     writeln!(

@@ -233,9 +233,11 @@ pub fn planner_outcome(
         Err(error) => Err({
             let error = PlanError {
                 kind: error.kind,
-                message: crate::printable::printable(&error.message).as_ref().into(),
+                message: crate::printable::escape_hidden(&error.message)
+                    .as_ref()
+                    .into(),
             };
-            let origin = crate::printable::printable(origin);
+            let origin = crate::printable::escape_hidden(origin);
             match error.kind {
                 PlanErrorKind::DoesNotFit => Error::does_not_fit(format!(
                     "planner `{name}` ({origin}): the tensors do not fit the memory budgets: {}",

@@ -42,7 +42,7 @@ pub mod worker_memory;
 
 use super::run::{call_planner, grace_period, RunLimits};
 use crate::error::{Error, Result};
-use crate::printable::printable;
+use crate::printable::escape_hidden;
 
 /// Which planners run in a worker process (`--isolate=WHEN`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -376,7 +376,7 @@ struct LogRelay {
 impl LogRelay {
     fn start(log: OwnedFd, planner: &str) -> LogRelay {
         let (finished, done) = mpsc::channel();
-        let prefix = format!("[planner {}] ", printable(planner));
+        let prefix = format!("[planner {}] ", escape_hidden(planner));
         std::thread::spawn(move || {
             let mut log = std::fs::File::from(log);
             let mut relay = LineRelay::new(prefix);
@@ -951,9 +951,10 @@ fn interpret(
         (Some(0), Some(WorkerReply::Plan(plan))) => Ok(Ok(plan)),
         (Some(0), Some(WorkerReply::Error(error))) => Ok(Err(error)),
         // Whatever the worker says, it says for the planner: its code could have written it.
-        (Some(0), Some(WorkerReply::Failed { message })) => {
-            Err(Error::plugin(format!("{subject}: {}", printable(&message))))
-        }
+        (Some(0), Some(WorkerReply::Failed { message })) => Err(Error::plugin(format!(
+            "{subject}: {}",
+            escape_hidden(&message)
+        ))),
         (Some(_), Some(WorkerReply::Violation(violation))) => Err(Error::plugin(format!(
             "{subject} was stopped by the sandbox: it {}. Planners from outside memplan's \
              installation run sandboxed (--isolate=auto): no files, network, processes or \
@@ -969,7 +970,7 @@ fn interpret(
             "{}: the worker's reply is not readable ({} bytes starting \"{}\")",
             subject,
             reply.len(),
-            printable(&String::from_utf8_lossy(&reply[..reply.len().min(80)]))
+            escape_hidden(&String::from_utf8_lossy(&reply[..reply.len().min(80)]))
         ))),
         (Some(code), _) => Err(Error::plugin(format!(
             "{} ended its worker process with exit status {code} instead of returning a plan \
@@ -1128,7 +1129,7 @@ mod tests {
         assert_eq!(error.kind, crate::ErrorKind::Plugin);
         assert_eq!(
             error.message,
-            "planner `p` (/plugins/libp.so): \\x0amemplan: error: model does not fit\\x1b[2J"
+            "planner `p` (/plugins/libp.so): \\u{000a}memplan: error: model does not fit\\u{001b}[2J"
         );
     }
 
@@ -1200,7 +1201,7 @@ mod tests {
         out += &relay.finish();
         assert_eq!(
             out,
-            "[planner p] one\n[planner p] memplan: error: fake\\x1b[31m still\\x0d\n\
+            "[planner p] one\n[planner p] memplan: error: fake\\u{001b}[31m still\\u{000d}\n\
              [planner p] \n[planner p] last\n"
         );
     }
