@@ -85,6 +85,12 @@ pub const STARTUP_ALLOWANCE: Duration = Duration::from_secs(10);
 /// plugin started could hold the pipe open instead).
 const REPLY_AFTER_EXIT: Duration = Duration::from_millis(500);
 
+/// How long memplan waits for the relay to pass on what a worker logged once the worker is
+/// done: at once, normally (the worker's end is closed), but the relay escapes and tags what
+/// is left in the pipe (up to its megabyte) first, which takes time on a loaded machine; the
+/// bound is for a grandchild of the planner's holding the pipe open.
+const LOG_DRAIN: Duration = Duration::from_secs(5);
+
 /// What the child writes on its pipe after the started line ([`wire::write_reply`]).
 #[derive(Debug)]
 pub enum WorkerReply {
@@ -400,7 +406,7 @@ impl LogRelay {
     /// before it writes its reply, and it has ended on every other path, so this is at once
     /// but for a short bound in case something in the worker still holds the pipe open.
     fn finish(self) {
-        let _ = self.done.recv_timeout(REPLY_AFTER_EXIT);
+        let _ = self.done.recv_timeout(LOG_DRAIN);
     }
 }
 
