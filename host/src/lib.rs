@@ -42,6 +42,8 @@ pub use error::{Error, ErrorKind, Result};
 
 use std::process::ExitCode;
 
+use tracing_subscriber::field::MakeExt as _;
+
 use clap::Parser;
 
 use cli::config::{self, Task};
@@ -68,7 +70,10 @@ pub fn main() -> ExitCode {
     match config::resolve(cli).and_then(run) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("memplan: error: {error}");
+            eprintln!(
+                "memplan: error: {}",
+                printable::escape_hidden_lines(&error.message)
+            );
             error.exit_code()
         }
     }
@@ -87,7 +92,9 @@ pub fn run(config: config::Config) -> Result<ExitCode> {
 }
 
 /// Sets up logging on stderr: warnings by default, `-v` debug, `-vv` trace, `-q` errors only.
-/// `RUST_LOG` overrides.
+/// `RUST_LOG` overrides. Every field of an event (its message, the planner's name) is printed
+/// through [`printable`]: they carry paths, tensor ids and planners' messages, none of which
+/// may send a terminal control sequences; the level's colour is memplan's own.
 fn init_logging(verbose: u8, quiet: bool) {
     let default = match (quiet, verbose) {
         (true, _) => "error",
@@ -100,6 +107,22 @@ fn init_logging(verbose: u8, quiet: bool) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .fmt_fields(
+            tracing_subscriber::fmt::format::debug_fn(|writer, field, value| {
+                let value = format!("{value:?}");
+                if field.name() == "message" {
+                    write!(writer, "{}", printable::escape_hidden_lines(&value))
+                } else {
+                    write!(
+                        writer,
+                        "{}={}",
+                        field.name(),
+                        printable::escape_hidden(&value)
+                    )
+                }
+            })
+            .delimited(" "),
+        )
         // Colour only on a terminal: piped logs (CI, tests, files) stay plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .without_time()

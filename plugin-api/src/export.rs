@@ -172,9 +172,15 @@ macro_rules! export_planners {
             all(unix, not(target_vendor = "apple")),
             unsafe(link_section = ".memplan_planners")
         )]
-        pub static MEMPLAN_PLANNER_MANIFEST: [u8; $crate::manifest::__manifest_len(
-            &[$(<$planner as $crate::Planner>::NAME),+],
-        )] = $crate::manifest::__manifest(&[$(<$planner as $crate::Planner>::NAME),+]);
+        pub static MEMPLAN_PLANNER_MANIFEST: [u8; $crate::manifest::__manifest_len(&[$([
+            <$planner as $crate::Planner>::NAME,
+            <$planner as $crate::Planner>::VERSION,
+            <$planner as $crate::Planner>::DESCRIPTION,
+        ]),+])] = $crate::manifest::__manifest(&[$([
+            <$planner as $crate::Planner>::NAME,
+            <$planner as $crate::Planner>::VERSION,
+            <$planner as $crate::Planner>::DESCRIPTION,
+        ]),+]);
 
         $crate::planner_root_module!($($planner),+);
 

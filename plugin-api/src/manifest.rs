@@ -1,69 +1,151 @@
-//! The planner manifest: the names of a plugin's planners, written by `export_planners!` into
-//! a section of the plugin file of its own, where the host reads them *without loading the
-//! file*. Loading a library runs its constructors before any check; with the manifest, a run
-//! that selects `--planner NAME` loads only the files that say they provide NAME.
+//! The planner manifest: what a plugin's planners are (name, version, one-line description)
+//! and the plugin ABI it was built against, written by `export_planners!` into a section of
+//! the plugin file of its own, where the host reads it *without loading the file*. Loading a
+//! library runs its constructors; memplan loads a third-party file only inside the sandboxed
+//! worker that runs its planner, and lists it (`memplan planners`) and selects it
+//! (`--planner NAME`) by its manifest alone.
 //!
-//! Format: [`MANIFEST_MAGIC`], then each planner's name followed by `\n`. A file without the
-//! section (built against an older plugin-api) is loaded as before.
+//! Format 2: [`MANIFEST_MAGIC`], the ABI version and `\n`, then one line per planner: name,
+//! tab, version, tab, description, `\n` (tabs and line breaks inside a field are written as
+//! spaces). Format 1, names only (one per line after `memplan-planners/1\n`), is still read.
 
 /// The section's name in an ELF file (Linux and other Unix systems).
 pub const MANIFEST_SECTION: &str = ".memplan_planners";
 
 /// The bytes a manifest starts with; the digit is the format's version.
-pub const MANIFEST_MAGIC: &[u8] = b"memplan-planners/1\n";
+pub const MANIFEST_MAGIC: &[u8] = b"memplan-planners/2\n";
 
-/// The length of the manifest of planners `names` (for `export_planners!`).
+/// The first bytes of a manifest of format 1 (names only).
+const MANIFEST_MAGIC_1: &[u8] = b"memplan-planners/1\n";
+
+/// What a manifest says about one planner.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeclaredPlanner {
+    pub name: String,
+    /// Empty in a manifest of format 1.
+    pub version: String,
+    /// Empty in a manifest of format 1.
+    pub description: String,
+}
+
+/// A plugin file's manifest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Manifest {
+    /// The plugin ABI the file was built against (`None` in a manifest of format 1).
+    pub abi_version: Option<String>,
+    pub planners: Vec<DeclaredPlanner>,
+}
+
+impl Manifest {
+    /// The planners' names, in manifest order.
+    pub fn names(&self) -> Vec<String> {
+        self.planners
+            .iter()
+            .map(|planner| planner.name.clone())
+            .collect()
+    }
+}
+
+/// The length of the manifest of `planners` (name, version, description each), for
+/// `export_planners!`.
 #[doc(hidden)]
-pub const fn __manifest_len(names: &[&str]) -> usize {
-    let mut length = MANIFEST_MAGIC.len();
+pub const fn __manifest_len(planners: &[[&str; 3]]) -> usize {
+    let mut length = MANIFEST_MAGIC.len() + crate::ABI_VERSION.len() + 1;
     let mut index = 0;
-    while index < names.len() {
-        length += names[index].len() + 1;
+    while index < planners.len() {
+        length +=
+            planners[index][0].len() + planners[index][1].len() + planners[index][2].len() + 3;
         index += 1;
     }
     length
 }
 
-/// The manifest of planners `names`, `N` = [`__manifest_len`] bytes (for `export_planners!`).
+/// Copies `text` into `bytes` at `at`, tabs and line breaks as spaces; returns the new end.
+const fn put(bytes: &mut [u8], mut at: usize, text: &[u8], end: u8) -> usize {
+    let mut byte = 0;
+    while byte < text.len() {
+        bytes[at] = match text[byte] {
+            b'\t' | b'\n' | b'\r' => b' ',
+            other => other,
+        };
+        at += 1;
+        byte += 1;
+    }
+    bytes[at] = end;
+    at + 1
+}
+
+/// The manifest of `planners`, `N` = [`__manifest_len`] bytes (for `export_planners!`).
 #[doc(hidden)]
-pub const fn __manifest<const N: usize>(names: &[&str]) -> [u8; N] {
+pub const fn __manifest<const N: usize>(planners: &[[&str; 3]]) -> [u8; N] {
     let mut bytes = [0u8; N];
     let mut at = 0;
     while at < MANIFEST_MAGIC.len() {
         bytes[at] = MANIFEST_MAGIC[at];
         at += 1;
     }
+    at = put(&mut bytes, at, crate::ABI_VERSION.as_bytes(), b'\n');
     let mut index = 0;
-    while index < names.len() {
-        let name = names[index].as_bytes();
-        let mut byte = 0;
-        while byte < name.len() {
-            bytes[at] = name[byte];
-            at += 1;
-            byte += 1;
-        }
-        bytes[at] = b'\n';
-        at += 1;
+    while index < planners.len() {
+        at = put(&mut bytes, at, planners[index][0].as_bytes(), b'\t');
+        at = put(&mut bytes, at, planners[index][1].as_bytes(), b'\t');
+        at = put(&mut bytes, at, planners[index][2].as_bytes(), b'\n');
         index += 1;
     }
     bytes
 }
 
-/// The planner names of a manifest section's bytes; `None` when they are not a manifest
-/// (wrong magic, not UTF-8, a name not ended by `\n`). Trailing zero bytes (section padding)
-/// are ignored.
-pub fn parse_manifest(section: &[u8]) -> Option<Vec<String>> {
-    let body = section.strip_prefix(MANIFEST_MAGIC)?;
+/// The manifest in a manifest section's bytes; `None` when they are not one (wrong magic, not
+/// UTF-8, a line not ended by `\n`, a planner line without its three fields). Trailing zero
+/// bytes (section padding) are ignored.
+pub fn parse_manifest(section: &[u8]) -> Option<Manifest> {
+    let (format, body) = match section.strip_prefix(MANIFEST_MAGIC) {
+        Some(body) => (2, body),
+        None => (1, section.strip_prefix(MANIFEST_MAGIC_1)?),
+    };
     let end = body
         .iter()
         .rposition(|&byte| byte != 0)
         .map_or(0, |last| last + 1);
     let text = std::str::from_utf8(&body[..end]).ok()?;
-    if text.is_empty() {
-        return Some(Vec::new());
+    let mut lines: Vec<&str> = if text.is_empty() {
+        Vec::new()
+    } else {
+        text.strip_suffix('\n')?.split('\n').collect()
+    };
+    if format == 1 {
+        let planners = lines
+            .into_iter()
+            .map(|name| DeclaredPlanner {
+                name: name.to_string(),
+                version: String::new(),
+                description: String::new(),
+            })
+            .collect();
+        return Some(Manifest {
+            abi_version: None,
+            planners,
+        });
     }
-    let names = text.strip_suffix('\n')?;
-    Some(names.split('\n').map(str::to_string).collect())
+    if lines.is_empty() {
+        return None;
+    }
+    let abi_version = lines.remove(0).to_string();
+    let planners = lines
+        .into_iter()
+        .map(|line| {
+            let mut fields = line.splitn(3, '\t');
+            Some(DeclaredPlanner {
+                name: fields.next()?.to_string(),
+                version: fields.next()?.to_string(),
+                description: fields.next()?.to_string(),
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Manifest {
+        abi_version: Some(abi_version),
+        planners,
+    })
 }
 
 #[cfg(test)]
@@ -72,18 +154,30 @@ mod tests {
 
     #[test]
     fn manifests_round_trip() {
-        const NAMES: &[&str] = &["exact", "portfolio"];
-        const BYTES: [u8; __manifest_len(NAMES)] = __manifest(NAMES);
+        const PLANNERS: &[[&str; 3]] = &[
+            ["exact", "1.2.0", "branch and bound"],
+            ["portfolio", "0.1.0", "keeps\tthe\nbest"],
+        ];
+        const BYTES: [u8; __manifest_len(PLANNERS)] = __manifest(PLANNERS);
         assert_eq!(&BYTES[..MANIFEST_MAGIC.len()], MANIFEST_MAGIC);
-        assert_eq!(
-            parse_manifest(&BYTES),
-            Some(vec!["exact".into(), "portfolio".into()])
-        );
+        let manifest = parse_manifest(&BYTES).unwrap();
+        assert_eq!(manifest.abi_version.as_deref(), Some(crate::ABI_VERSION));
+        assert_eq!(manifest.names(), vec!["exact", "portfolio"]);
+        assert_eq!(manifest.planners[0].version, "1.2.0");
+        assert_eq!(manifest.planners[1].description, "keeps the best");
         let mut padded = BYTES.to_vec();
         padded.extend([0; 5]);
         assert_eq!(parse_manifest(&padded), parse_manifest(&BYTES));
-        assert_eq!(parse_manifest(MANIFEST_MAGIC), Some(Vec::new()));
-        assert_eq!(parse_manifest(b"memplan-planners/2\nexact\n"), None);
+        // Format 1: names only.
+        let old = parse_manifest(b"memplan-planners/1\nexact\n").unwrap();
+        assert_eq!(old.names(), vec!["exact".to_string()]);
+        assert_eq!(old.abi_version, None);
+        assert_eq!(
+            parse_manifest(b"memplan-planners/1\n").unwrap().planners,
+            vec![]
+        );
+        assert_eq!(parse_manifest(b"memplan-planners/3\nexact\n"), None);
         assert_eq!(parse_manifest(b"memplan-planners/1\nexact"), None);
+        assert_eq!(parse_manifest(b"memplan-planners/2\n1.0.0\nexact\n"), None);
     }
 }

@@ -70,6 +70,31 @@ fn wrong_types_and_bad_sizes_point_at_the_value() {
 }
 
 #[test]
+fn control_characters_of_an_input_are_shown_escaped_never_sent_to_the_terminal() {
+    // An ESC in a tensor id (a terminal escape sequence), a NUL and a bidi override in
+    // another: the messages quote them as escapes.
+    let path = write(
+        "escape.json",
+        r#"{"version":1,"tensors":[{"id":"a\u001b[2J\u001b]0;pwned\u0007","size":4},{"id":"a\u001b[2J\u001b]0;pwned\u0007","size":8},{"id":"c\u0000\u202e","size":4},{"id":"c\u0000\u202e","size":4}]}"#,
+    );
+    let output = run_memplan(["plan", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    let stderr = &output.stderr;
+    for forbidden in [&b"\x1b"[..], b"\x07", b"\0", "\u{202e}".as_bytes()] {
+        assert!(
+            !stderr.windows(forbidden.len()).any(|w| w == forbidden),
+            "{}",
+            describe(&output)
+        );
+    }
+    let text = String::from_utf8_lossy(stderr);
+    assert!(
+        text.contains("a\\u{001b}[2J\\u{001b}]0;pwned\\u{0007}"),
+        "{text}"
+    );
+}
+
+#[test]
 fn errors_of_meaning_name_the_tensor() {
     model_error(
         "duplicate.json",

@@ -190,7 +190,7 @@ fn memory_taken_bit_by_bit_ends_at_the_memory_limit() {
         "fixture-creeps",
         "{}",
         &["--plan-memory-limit", "256M"],
-        "memory limit of 256 MB (--plan-memory-limit)",
+        "memory limit of 256.0 MiB (--plan-memory-limit)",
     );
     assert!(
         message.contains("memplan itself is unaffected"),
@@ -378,17 +378,19 @@ fn load_marker(label: &str) -> PathBuf {
 }
 
 #[test]
-fn a_run_loads_only_the_plugin_files_that_declare_its_planner() {
-    // Loading a file runs its constructors before any check. The fixture's manifest declares
-    // its planners, none of them greedy-bestfit: a run selecting greedy-bestfit never loads
-    // it; `memplan planners` (every planner) and a run selecting one of its planners do.
+fn memplan_never_runs_the_code_of_a_third_party_file_itself() {
+    // Loading a file runs its constructors. The fixture's writes a marker file when
+    // MEMPLAN_FIXTURE_LOAD_MARKER is set: memplan lists the fixture's planners from its
+    // manifest and runs them in a worker that loads the file inside the sandbox, with an
+    // empty environment, so the marker is never written, by any command.
     let dir = hostile_dir("manifest-selects");
-    let run = |args: &[&str], marker: &Path| {
+    let marker = load_marker("never-in-memplan");
+    let run = |args: &[&str]| {
         let output = memplan()
             .args(args)
             .arg("--plugin-dir")
             .arg(&dir)
-            .env("MEMPLAN_FIXTURE_LOAD_MARKER", marker)
+            .env("MEMPLAN_FIXTURE_LOAD_MARKER", &marker)
             .output()
             .unwrap();
         assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
@@ -398,28 +400,44 @@ fn a_run_loads_only_the_plugin_files_that_declare_its_planner() {
     let model = model.to_str().unwrap();
     let out = temp_dir("manifest-selects-out");
     let out = out.to_str().unwrap();
-    let marker = load_marker("manifest-not-selected");
-    run(
-        &["plan", model, "--planner", "greedy-bestfit", "--out", out],
-        &marker,
+    run(&["plan", model, "--planner", "greedy-bestfit", "--out", out]);
+    let listing = run(&["planners"]);
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    // Listed from the manifest: name, version, description, file.
+    assert!(
+        listing.contains("fixture-threads")
+            && listing.contains("0.0.1")
+            && listing.contains("test fixture: plans on four threads it joins")
+            && listing.contains("libhostile.so"),
+        "{listing}"
     );
+    let report = run(&[
+        "-v",
+        "plan",
+        model,
+        "--planner",
+        "fixture-load-report",
+        "--format",
+        "json",
+        "--out",
+        out,
+    ]);
     assert!(
         !marker.exists(),
-        "the fixture was loaded for greedy-bestfit"
+        "the fixture's constructor ran in memplan's process"
     );
-    let marker = load_marker("manifest-listing");
-    let listing = run(&["planners"], &marker);
-    assert!(marker.exists(), "`memplan planners` loads every file");
-    assert!(String::from_utf8_lossy(&listing.stdout).contains("fixture-threads"));
-    let marker = load_marker("manifest-selected");
-    run(
-        &["plan", model, "--planner", "fixture-threads", "--out", out],
-        &marker,
-    );
+    let summary: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let said = summary["planner_summary"].as_str().unwrap();
+    // It ran, in the worker, which has no environment.
     assert!(
-        marker.exists(),
-        "the fixture was not loaded for its own planner"
+        said.starts_with("constructor ran: 0 environment variables"),
+        "{said}"
     );
+    let log = String::from_utf8_lossy(&report.stderr);
+    if log.contains("landlock (") {
+        // Landlock keeps even reading to the plugin and the system's libraries while loading.
+        assert!(said.ends_with("/etc/passwd readable: false"), "{said}");
+    }
     // A typo still finds its suggestion among the planners of files not loaded.
     let output = memplan()
         .args(["plan", model, "--planner", "fixture-thread", "--out", out])
@@ -435,17 +453,46 @@ fn a_run_loads_only_the_plugin_files_that_declare_its_planner() {
 }
 
 #[test]
+fn a_library_without_a_manifest_is_never_loaded() {
+    // Any shared library on the search path: memplan used to load it to see whether it is a
+    // plugin (running its constructors), and skip it quietly afterwards. Now it is not
+    // loaded: the system's C library is a file nobody would want run by a plugin search.
+    let dir = temp_dir("no-manifest");
+    let libc_path = [
+        "/lib/x86_64-linux-gnu/libc.so.6",
+        "/lib/aarch64-linux-gnu/libc.so.6",
+    ]
+    .into_iter()
+    .map(Path::new)
+    .find(|path| path.exists());
+    let Some(libc_path) = libc_path else { return };
+    std::fs::copy(libc_path, dir.join("libc-copy.so")).unwrap();
+    let output = memplan()
+        .args(["-vv", "planners", "--plugin-dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        log.contains("not a memplan plugin, skipped without loading it"),
+        "{log}"
+    );
+}
+
+#[test]
 fn a_plugin_whose_manifest_lies_is_refused() {
     // The manifest names `fixture-forkz` where the file exports `fixture-forks`: selected by
-    // the manifest, it would be skipped or loaded for a planner it lacks. Refused, saying so.
+    // the manifest, it would be loaded for a planner it lacks. The worker that loads it finds
+    // out and refuses it, saying so.
     let library = fixture_plugin("hostile");
     let mut bytes = std::fs::read(&library).unwrap();
-    let magic = b"memplan-planners/1\n";
+    let magic = b"memplan-planners/2\n";
     let start = bytes
         .windows(magic.len())
         .position(|window| window == magic)
         .expect("the fixture has a manifest");
-    let name = b"fixture-forks\n";
+    let name = b"fixture-forks\t";
     let at = start
         + bytes[start..]
             .windows(name.len())
@@ -456,20 +503,267 @@ fn a_plugin_whose_manifest_lies_is_refused() {
     let file = dir.join(library_file_name("hostile"));
     std::fs::write(&file, bytes).unwrap();
     let output = memplan()
-        .args(["planners", "--plugin-dir"])
+        .arg("plan")
+        .arg(tiny_model())
+        .args(["--planner", "fixture-forkz", "--out"])
+        .arg(temp_dir("manifest-lies-out"))
+        .arg("--plugin-dir")
         .arg(&dir)
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+    let message = failed_with(&output, 4);
+    assert!(
+        message.contains("planner `fixture-forkz` (")
+            && message.contains(
+                "cannot be loaded: its planner manifest (section .memplan_planners) lists"
+            )
+            && message.contains("but it exports"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_reply_flood_is_cut_at_what_a_reply_can_be() {
+    // 1000 MiB on the reply pipe: memplan reads no more than a reply to the tiny model can
+    // take, stops the worker and stays small itself.
+    let out = temp_dir("flood-out");
+    let output = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "max-rss-kib %M"])
+        .arg(memplan_tests::memplan_bin())
+        .arg("plan")
+        .arg(tiny_model())
+        .args(["--planner", "fixture-floods-reply", "--plugin-dir"])
+        .arg(hostile_dir("flood"))
+        .args(["--planner-options", r#"{"mib": "1000"}"#, "--out"])
+        .arg(&out)
+        .env_remove("MEMPLAN_PLUGIN_PATH")
+        .output()
+        .expect("run memplan under /usr/bin/time");
+    let message = failed_with(&output, 4);
+    assert!(
+        message.contains("planner `fixture-floods-reply` (")
+            && message.contains("on its reply pipe, more than any reply to this request"),
+        "{message}"
+    );
+    let rss_kib: u64 = message
+        .lines()
+        .find_map(|line| line.strip_prefix("max-rss-kib "))
+        .and_then(|kib| kib.trim().parse().ok())
+        .expect("/usr/bin/time reports the peak");
+    assert!(rss_kib < 300 << 10, "memplan held {rss_kib} KiB");
+}
+
+#[test]
+fn looking_up_a_path_with_fstatat_is_stopped() {
+    let secret = temp_dir("stat-secret").join("shadow");
+    std::fs::write(&secret, "x".repeat(12345)).unwrap();
+    let message = stopped(
+        "fixture-stats-path",
+        &format!(r#"{{"path": {:?}}}"#, secret.display().to_string()),
+        &[],
+        "tried to look at the file system (newfstatat)",
+    );
+    assert!(!message.contains("12345"), "{message}");
+}
+
+#[test]
+fn fstat_of_its_own_descriptors_still_works() {
+    let output = memplan()
+        .arg("plan")
+        .arg(tiny_model())
+        .args([
+            "--planner",
+            "fixture-fstat",
+            "--format",
+            "json",
+            "--plugin-dir",
+        ])
+        .arg(hostile_dir("fstat"))
+        .arg("--out")
+        .arg(temp_dir("fstat-out"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        summary["planner_summary"],
+        "libc fstat returned 0, Rust metadata says a pipe: Ok(true)"
+    );
+}
+
+#[test]
+fn a_forged_reply_is_the_planners_failure_not_memplans() {
+    let (output, out) = plan("fixture-forges-reply", "{}", &[]);
+    let message = failed_with(&output, 4);
+    assert!(
+        message.starts_with("memplan: error: planner `fixture-forges-reply` ("),
+        "{message}"
     );
     assert!(
-        text.contains("its planner manifest (section .memplan_planners) lists")
-            && text.contains("fixture-forkz")
-            && text.contains("but it exports"),
-        "{text}"
+        !message.contains("memplan: error: model does not fit"),
+        "{message}"
     );
-    assert!(!text.contains("fixture-threads  "), "{text}");
+    out.check();
+}
+
+#[test]
+fn thousands_of_threads_are_stopped() {
+    let message = stopped(
+        "fixture-many-threads",
+        "{}",
+        &[],
+        "threads at once, more than the 256 a sandboxed planner may run",
+    );
+    assert!(
+        message.contains("memplan itself is unaffected"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_planner_cannot_drive_the_terminal_or_speak_as_memplan() {
+    let output = memplan()
+        .arg("plan")
+        .arg(tiny_model())
+        .args(["--planner", "fixture-terminal", "--plugin-dir"])
+        .arg(hostile_dir("terminal"))
+        .arg("--out")
+        .arg(temp_dir("terminal-out"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    for stream in [&output.stdout, &output.stderr] {
+        assert!(!stream.contains(&0x1b), "{}", describe(&output));
+        assert!(!stream.windows(3).any(|w| w == "\u{202e}".as_bytes()));
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr
+            .lines()
+            .any(|line| line.starts_with("memplan: error:")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("[planner fixture-terminal] memplan: error: model does not fit (forged)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("\\u{001b}[31mred"), "{stderr}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("summary \\u{001b}[5mblinks"));
+}
+
+#[test]
+fn a_planner_sees_no_environment() {
+    let output = memplan()
+        .arg("plan")
+        .arg(tiny_model())
+        .args([
+            "--planner",
+            "fixture-environment",
+            "--format",
+            "json",
+            "--plugin-dir",
+        ])
+        .arg(hostile_dir("environment"))
+        .arg("--out")
+        .arg(temp_dir("environment-out"))
+        .env("MY_SECRET_TOKEN", "hunter2")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["planner_summary"], "0 variables: ");
+    assert!(!describe(&output).contains("hunter2"));
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn a_32_bit_system_call_is_named_as_such() {
+    let message = stopped(
+        "fixture-int80",
+        "{}",
+        &[],
+        "made a system call through another interface than this machine's own (the 32-bit \
+         `int 0x80`",
+    );
+    assert!(!message.contains("start a process"), "{message}");
+}
+
+#[test]
+fn verbose_says_which_sandbox_layers_are_in_force() {
+    let output = memplan()
+        .args(["-v", "plan"])
+        .arg(tiny_model())
+        .args(["--planner", "fixture-threads", "--plugin-dir"])
+        .arg(hostile_dir("layers"))
+        .arg("--out")
+        .arg(temp_dir("layers-out"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let log = String::from_utf8_lossy(&output.stderr);
+    let layers = log
+        .lines()
+        .find(|line| line.contains("sandbox layers:"))
+        .unwrap_or_else(|| panic!("{log}"));
+    for layer in [
+        "seccomp",
+        "landlock",
+        "empty environment",
+        "at most 256 threads",
+    ] {
+        assert!(layers.contains(layer), "{layers}");
+    }
+}
+
+#[test]
+fn without_landlock_the_sandbox_holds_and_says_so() {
+    // A kernel without Landlock, as the worker sees it: memplan runs under a filter that
+    // answers "not implemented" to landlock_create_ruleset (inherited by the worker).
+    use std::os::unix::process::CommandExt;
+    let no_landlock: seccompiler::BpfProgram = seccompiler::SeccompFilter::new(
+        std::collections::BTreeMap::from([(libc::SYS_landlock_create_ruleset, Vec::new())]),
+        seccompiler::SeccompAction::Allow,
+        seccompiler::SeccompAction::Errno(libc::ENOSYS as u32),
+        std::env::consts::ARCH.try_into().unwrap(),
+    )
+    .and_then(seccompiler::BpfProgram::try_from)
+    .unwrap();
+    let run = |planner: &str, options: &str| {
+        let mut command = memplan();
+        command
+            .args(["-v", "plan"])
+            .arg(tiny_model())
+            .args(["--planner", planner, "--planner-options", options])
+            .arg("--plugin-dir")
+            .arg(hostile_dir("no-landlock"))
+            .arg("--out")
+            .arg(temp_dir("no-landlock-out"));
+        // SAFETY: between fork and exec the child only installs a filter compiled before.
+        unsafe {
+            let filter = no_landlock.clone();
+            command.pre_exec(move || {
+                seccompiler::apply_filter(&filter)
+                    .map_err(|error| std::io::Error::other(error.to_string()))
+            });
+        }
+        command.output().unwrap()
+    };
+    let output = run("fixture-threads", "{}");
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        log.contains("no landlock (this kernel does not have it)"),
+        "{log}"
+    );
+    let secret = temp_dir("no-landlock-secret").join("id_rsa");
+    std::fs::write(&secret, "PRIVATE").unwrap();
+    let output = run(
+        "fixture-reads-secret",
+        &format!(r#"{{"path": {:?}}}"#, secret.display().to_string()),
+    );
+    let message = failed_with(&output, 4);
+    assert!(
+        message.contains("tried to open a file (openat)"),
+        "{message}"
+    );
 }

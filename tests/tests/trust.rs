@@ -232,3 +232,25 @@ fn a_pin_naming_no_planner_found_is_a_usage_error() {
         "{message}"
     );
 }
+
+#[test]
+fn a_plugin_dir_reached_through_a_link_in_a_world_writable_directory_is_not_searched() {
+    // `--plugin-dir /open/link` where `/open` is writable by anyone (not sticky) and `link`
+    // points at a safe directory: anyone could point the link at their own plugins.
+    let (dir, _file) = vendor_dir("trust-dir-link");
+    let open = temp_dir("trust-open");
+    std::os::unix::fs::symlink(&dir, open.join("plugins")).unwrap();
+    chmod(&open, 0o777);
+    let (document, output) = planners(&open.join("plugins"), &[], None);
+    chmod(&open, 0o755);
+    assert!(!lists(&document, VENDOR), "{}", describe(&output));
+    let text = describe(&output);
+    assert!(
+        text.contains("not searched: refused: the directory")
+            && text.contains(&format!(
+                "{} is writable by group and others",
+                open.display()
+            )),
+        "{text}"
+    );
+}

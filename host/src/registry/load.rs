@@ -13,11 +13,89 @@
 //! the whole process, so it cannot load several plugins.)
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use abi_stable::library::{lib_header_from_raw_library, LibraryError, RawLibrary};
-use memplan_plugin_api::{PluginModuleRef, ABI_VERSION};
+use memplan_plugin_api::manifest::Manifest;
+use memplan_plugin_api::{PlannerEntry, PluginModuleRef, ABI_VERSION};
 
 use super::trust::OpenedPlugin;
+
+/// A third-party plugin file memplan has opened, checked and hashed, and read the manifest of,
+/// but not loaded: memplan never runs a third-party file's code in its own process unless told
+/// to (`--isolate=never`). Its planners run in a sandboxed worker, which loads the file itself
+/// through the descriptor kept here ([`DeferredPlugin::load_planner`]).
+pub struct DeferredPlugin {
+    opened: OpenedPlugin,
+    manifest: Manifest,
+    /// The file loaded into this process, once (`--isolate=never`).
+    in_process: OnceLock<Result<PluginModuleRef, String>>,
+}
+
+impl std::fmt::Debug for DeferredPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeferredPlugin")
+            .field("path", &self.opened.path)
+            .field("manifest", &self.manifest)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DeferredPlugin {
+    pub fn new(opened: OpenedPlugin, manifest: Manifest) -> DeferredPlugin {
+        DeferredPlugin {
+            opened,
+            manifest,
+            in_process: OnceLock::new(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.opened.path
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The open file's descriptor, which the worker loads the file through.
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        self.opened.raw_fd()
+    }
+
+    /// Loads the file from `load_path` (a path naming the open file: the worker's
+    /// `/proc/self/fd/N`) and returns planner `name`'s entry. The file must export exactly the
+    /// planners its manifest lists. The error is a one-line reason for the user.
+    pub fn load_planner(&self, load_path: &Path, name: &str) -> Result<PlannerEntry, String> {
+        let module = open_module(load_path).map_err(describe_deferred_failure)?;
+        self.planner_of(module, name)
+    }
+
+    /// Planner `name`'s entry, the file loaded into memplan's own process (once).
+    pub fn load_planner_in_process(&self, name: &str) -> Result<PlannerEntry, String> {
+        let module = self.in_process.get_or_init(|| {
+            let load_path = self
+                .opened
+                .load_path()
+                .map_err(|error| format!("cannot keep the file open: {error}"))?;
+            open_module(&load_path).map_err(describe_deferred_failure)
+        });
+        self.planner_of(*module.as_ref().map_err(Clone::clone)?, name)
+    }
+
+    fn planner_of(&self, module: PluginModuleRef, name: &str) -> Result<PlannerEntry, String> {
+        let entries = module.planners();
+        let declared = self.manifest.names();
+        if let Some(reason) = super::manifest_mismatch(Some(&declared), &entries) {
+            return Err(reason);
+        }
+        entries
+            .iter()
+            .find(|entry| entry.name.as_str() == name)
+            .copied()
+            .ok_or_else(|| format!("it does not export planner `{name}`"))
+    }
+}
 
 /// A plugin file as found on disk.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,6 +119,22 @@ pub enum LoadFailure {
     },
 }
 
+/// The one-line reason a file with a manifest did not load; the loader's full report (a layout
+/// comparison) goes to the debug log (`-v`).
+fn describe_deferred_failure(failure: LoadFailure) -> String {
+    match failure {
+        LoadFailure::NotAPlugin { detail } => {
+            format!("it has a planner manifest but is not a memplan plugin ({detail})")
+        }
+        LoadFailure::Rejected { reason, detail } => {
+            if let Some(detail) = detail {
+                tracing::debug!("loader report:\n{detail}");
+            }
+            reason
+        }
+    }
+}
+
 /// Loads and initializes one opened plugin file. The library stays loaded for the rest of the
 /// process.
 pub fn load_plugin(opened: OpenedPlugin) -> Result<(PluginFile, PluginModuleRef), LoadFailure> {
@@ -50,6 +144,20 @@ pub fn load_plugin(opened: OpenedPlugin) -> Result<(PluginFile, PluginModuleRef)
     };
     let module = open_module(&opened.into_load_path())?;
     Ok((file, module))
+}
+
+/// Why a manifest naming another plugin ABI than memplan's is refused, if it does (a manifest
+/// of format 1 names none: the loader checks when the file is loaded).
+pub fn abi_mismatch(manifest: &Manifest) -> Option<String> {
+    let declared = manifest.abi_version.as_deref()?;
+    let major = |version: &str| version.split('.').next().map(str::to_string);
+    (major(declared) != major(ABI_VERSION)).then(|| {
+        format!(
+            "built against plugin ABI {declared}, but this memplan uses plugin ABI \
+             {ABI_VERSION}; rebuild the plugin against a memplan-plugin-api with ABI \
+             {ABI_VERSION}"
+        )
+    })
 }
 
 /// Opens the library at `path` (for a checked file, its `/proc/self/fd/N`) and initializes its

@@ -9,14 +9,32 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
-use memplan_plugin_api::manifest::{parse_manifest, MANIFEST_SECTION};
+use memplan_plugin_api::manifest::{parse_manifest, Manifest, MANIFEST_SECTION};
 
 /// Larger section-name tables or manifests are not read (a plugin's are a few hundred bytes).
 const NAME_TABLE_CAP: u64 = 1 << 20;
 const MANIFEST_CAP: u64 = 1 << 16;
 
-/// The planner names `file` declares in its manifest section; `None` when it has none.
-pub fn declared_planners(file: &File) -> Option<Vec<String>> {
+/// The manifest of `file`; `None` when it has none.
+pub fn declared_planners(file: &File) -> Option<Manifest> {
+    parse_manifest(&section_named(file, MANIFEST_SECTION, MANIFEST_CAP)?)
+}
+
+/// Larger dynamic string tables are not read (a plugin's are a few kilobytes).
+const DYNAMIC_NAMES_CAP: u64 = 16 << 20;
+
+/// Whether `file` exports abi_stable's root-module loader (names it in its dynamic string
+/// table), that is: whether it is a memplan plugin, read without loading it. A third-party
+/// plugin without a manifest is refused saying so; any other library is skipped quietly.
+pub fn names_the_plugin_loader(file: &File) -> bool {
+    let symbol = memplan_plugin_api::export::LOADER_SYMBOL.as_bytes();
+    section_named(file, ".dynstr", DYNAMIC_NAMES_CAP)
+        .is_some_and(|names| names.split(|&byte| byte == 0).any(|name| name == symbol))
+}
+
+/// The bytes of the section of `file` called `wanted`, when there is one of at most `cap`
+/// bytes.
+fn section_named(file: &File, wanted: &str, cap: u64) -> Option<Vec<u8>> {
     let elf = ElfLayout::read(file)?;
     let names = elf.section(file, elf.name_table_index)?;
     let names = read_capped(file, names.offset, names.size, NAME_TABLE_CAP)?;
@@ -24,13 +42,8 @@ pub fn declared_planners(file: &File) -> Option<Vec<String>> {
         let section = elf.section(file, index)?;
         let name = names.get(section.name as usize..)?;
         let name = &name[..name.iter().position(|&byte| byte == 0)?];
-        if name == MANIFEST_SECTION.as_bytes() {
-            return parse_manifest(&read_capped(
-                file,
-                section.offset,
-                section.size,
-                MANIFEST_CAP,
-            )?);
+        if name == wanted.as_bytes() {
+            return read_capped(file, section.offset, section.size, cap);
         }
     }
     None

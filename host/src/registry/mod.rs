@@ -6,8 +6,9 @@
 //! `--plugin-dir` directories and the rest of the search path. Every file is third-party.
 //!
 //! Discovery walks the search path of [`search`] (each `--plugin-dir`, `MEMPLAN_PLUGIN_PATH`,
-//! the installation's plugin folders; never the current directory), loads every candidate
-//! file with [`load::load_plugin`] and registers each planner the file exports by its NAME:
+//! the installation's plugin folders; never the current directory), reads every candidate
+//! file's planner manifest without loading it (the sandboxed worker that runs one of its
+//! planners loads it, see [`load::DeferredPlugin`]) and registers each planner by its NAME:
 //! - a name seen earlier wins; a later one is shadowed, with a warning naming the shadowed
 //!   file. So a `--plugin-dir` file (asked for on the command line) replaces a built-in
 //!   planner of its name, and a built-in planner wins over files of `MEMPLAN_PLUGIN_PATH` and
@@ -39,8 +40,10 @@ use std::sync::Arc;
 use memplan_plugin_api::{MemoryPlan, PlanRequest, PlannerEntry};
 
 use crate::error::{Error, Result};
-use crate::runner::{isolate, plan_in_worker, run, run_planner, Isolation, RunLimits, WorkerJob};
-pub use load::{load_plugin, open_module, LoadFailure, PluginFile};
+use crate::runner::{
+    isolate, plan_in_worker, run, run_planner, Isolation, RunLimits, WorkerCode, WorkerJob,
+};
+pub use load::{load_plugin, open_module, DeferredPlugin, LoadFailure, PluginFile};
 pub use search::{candidate_files, executable_dir, search_path, PLUGIN_PATH_VAR};
 pub use trust::{OpenedPlugin, PinSource, TrustPolicy};
 
@@ -96,7 +99,17 @@ pub struct PlannerHandle {
     pub version: String,
     pub description: String,
     pub source: PlannerSource,
-    entry: PlannerEntry,
+    code: PlannerCode,
+}
+
+/// Where a planner's code is.
+#[derive(Clone)]
+enum PlannerCode {
+    /// In memplan's process: a built-in planner.
+    Loaded(PlannerEntry),
+    /// In a third-party file memplan has not loaded: known by its manifest, loaded by the
+    /// worker that runs it (or, with `--isolate=never`, into memplan's process when it runs).
+    Deferred(Arc<DeferredPlugin>),
 }
 
 impl PlannerHandle {
@@ -106,7 +119,7 @@ impl PlannerHandle {
             version: entry.version.as_str().to_string(),
             description: entry.description.as_str().to_string(),
             source,
-            entry,
+            code: PlannerCode::Loaded(entry),
         }
     }
 
@@ -114,6 +127,44 @@ impl PlannerHandle {
     /// a sandboxed worker.
     pub fn shipped(&self) -> bool {
         self.source == PlannerSource::BuiltIn
+    }
+
+    /// A third-party planner its file's manifest declares, not loaded.
+    fn deferred(
+        declared: &memplan_plugin_api::manifest::DeclaredPlanner,
+        file: Arc<PluginFile>,
+        plugin: Arc<DeferredPlugin>,
+    ) -> PlannerHandle {
+        let unknown = |text: &str| {
+            if text.is_empty() {
+                "?".to_string()
+            } else {
+                text.to_string()
+            }
+        };
+        PlannerHandle {
+            name: declared.name.clone(),
+            version: unknown(&declared.version),
+            description: unknown(&declared.description),
+            source: PlannerSource::File(file),
+            code: PlannerCode::Deferred(plugin),
+        }
+    }
+
+    /// Whether this planner's code is in memplan's process (built in) rather than in a file
+    /// memplan has not loaded.
+    pub fn is_loaded(&self) -> bool {
+        matches!(self.code, PlannerCode::Loaded(_))
+    }
+
+    /// "cannot be loaded: REASON", as an error naming this planner and its file.
+    fn load_failure(&self, reason: &str) -> Error {
+        Error::plugin(format!(
+            "planner `{}` ({}) cannot be loaded: {}",
+            self.name,
+            crate::printable::escape_hidden(&self.source.to_string()),
+            crate::printable::escape_hidden(reason)
+        ))
     }
 
     /// Whether this planner runs in a worker process under `isolation`: always, never, or
@@ -158,7 +209,20 @@ impl PlannerHandle {
     /// failures map onto exit codes).
     pub fn run(&self, request: &PlanRequest, limits: &RunLimits) -> Result<MemoryPlan> {
         let origin = self.source.to_string();
-        run_planner(&self.name, &origin, &self.entry, request, limits)
+        let entry = match &self.code {
+            PlannerCode::Loaded(entry) => *entry,
+            PlannerCode::Deferred(plugin) => {
+                tracing::debug!(
+                    "loading {} into memplan's process for planner `{}`",
+                    plugin.path().display(),
+                    self.name
+                );
+                plugin
+                    .load_planner_in_process(&self.name)
+                    .map_err(|reason| self.load_failure(&reason))?
+            }
+        };
+        run_planner(&self.name, &origin, &entry, request, limits)
     }
 
     /// Runs this planner in a sandboxed worker process (`--isolate`, see [`isolate`]), with
@@ -168,10 +232,21 @@ impl PlannerHandle {
     pub fn run_isolated(&self, request: &PlanRequest, limits: &RunLimits) -> Result<MemoryPlan> {
         let origin = self.source.to_string();
         let limits = limits.for_worker();
+        let load = |load_path: &Path| match &self.code {
+            PlannerCode::Loaded(entry) => Ok(*entry),
+            PlannerCode::Deferred(plugin) => plugin.load_planner(load_path, &self.name),
+        };
+        let code = match &self.code {
+            PlannerCode::Loaded(entry) => WorkerCode::Loaded(entry),
+            PlannerCode::Deferred(plugin) => WorkerCode::Load {
+                fd: plugin.raw_fd(),
+                load: &load,
+            },
+        };
         let job = WorkerJob {
             planner: &self.name,
             origin: &origin,
-            entry: &self.entry,
+            code,
             limits: &limits,
             memory_limit: limits
                 .memory_limit
@@ -244,14 +319,52 @@ impl Registry {
         selected: &[&str],
     ) -> Result<Registry> {
         let env_path = std::env::var_os(PLUGIN_PATH_VAR);
+        // A directory the user names by a path others could redirect (a link in, or a
+        // directory under, one anyone may write) is not searched: its files would pass the
+        // checks of their own resolved directories.
+        let mut refused = Vec::new();
+        let mut safe_route = |dir: &Path| {
+            // A directory named by its own resolved path: every file's route is checked
+            // from it (see `trust`); only a route through links can differ.
+            let resolved = dir.canonicalize().is_ok_and(|resolved| resolved == dir);
+            if trust.allow_insecure || !dir.is_absolute() || !dir.exists() || resolved {
+                return true;
+            }
+            match trust::insecure_route(dir) {
+                Ok(None) => true,
+                Ok(Some(problem)) | Err(problem) => {
+                    tracing::warn!("plugin directory {}: {problem}", dir.display());
+                    refused.push(Rejected {
+                        path: dir.to_path_buf(),
+                        reason: format!("not searched: {problem}"),
+                    });
+                    false
+                }
+            }
+        };
+        let plugin_dirs: Vec<PathBuf> = plugin_dirs
+            .iter()
+            .filter(|dir| {
+                let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+                safe_route(&absolute)
+            })
+            .cloned()
+            .collect();
+        let env_path = env_path.map(|value| {
+            let kept: Vec<PathBuf> = std::env::split_paths(&value)
+                .filter(|entry| safe_route(entry))
+                .collect();
+            std::env::join_paths(kept).unwrap_or(value)
+        });
         let searched = search_path(
-            plugin_dirs,
+            &plugin_dirs,
             env_path.as_deref(),
             executable_dir().as_deref(),
         )?;
-        // The --plugin-dir directories come first in the search path, each once.
-        let command_line = search_path(plugin_dirs, None, None)?.len();
-        let registry = Registry::scan_with(searched, command_line, trust, selected);
+        // The --plugin-dir directories (those kept) come first in the search path, each once.
+        let command_line = search_path(&plugin_dirs, None, None)?.len();
+        let mut registry = Registry::scan_with(searched, command_line, trust, selected);
+        registry.rejected.splice(0..0, refused);
         registry.check_pins_name_planners(selected)?;
         Ok(registry)
     }
@@ -394,7 +507,8 @@ impl Registry {
                 );
                 continue;
             }
-            let declared = opened.declared_planners();
+            let manifest = opened.manifest();
+            let declared = manifest.as_ref().map(|manifest| manifest.names());
             if let Some(declared) = &declared {
                 if !selected.is_empty() && !declared.iter().any(|name| selected.contains(&&**name))
                 {
@@ -407,71 +521,106 @@ impl Registry {
                     continue;
                 }
             }
-            match load_plugin(opened) {
-                Ok((file, module)) => {
-                    let file = Arc::new(file);
-                    let entries = module.planners();
-                    if let Some(reason) = manifest_mismatch(declared.as_deref(), &entries) {
-                        tracing::warn!("{}: {reason}", path.display());
-                        self.rejected.push(Rejected { path, reason });
-                        continue;
-                    }
-                    if entries.is_empty() {
-                        self.rejected.push(Rejected {
-                            path: path.clone(),
-                            reason: "a memplan plugin that exports no planners".to_string(),
-                        });
-                    }
-                    for entry in entries.iter() {
-                        let handle =
-                            PlannerHandle::new(*entry, PlannerSource::File(Arc::clone(&file)));
-                        if !is_valid_planner_name(&handle.name) {
-                            self.rejected.push(Rejected {
-                                path: path.clone(),
-                                reason: format!(
-                                    "exports a planner named {:?}; planner names are non-empty \
-                                     and use only a-z, 0-9 and `-`, so that they can be given \
-                                     to --planner",
-                                    handle.name
-                                ),
-                            });
-                            continue;
-                        }
-                        if let Some(reason) = self.trust.check_planner(&handle.name, &file.sha256) {
-                            tracing::warn!("{}: {reason}", path.display());
-                            self.refused_by_pin.insert(handle.name.clone());
-                            self.rejected.push(Rejected {
-                                path: path.clone(),
-                                reason,
-                            });
-                            continue;
-                        }
-                        tracing::debug!(
-                            "found planner `{}` {} in {}",
-                            handle.name,
-                            handle.version,
-                            path.display()
-                        );
-                        by_name.entry(handle.name.clone()).or_default().push(handle);
-                    }
-                }
-                Err(LoadFailure::NotAPlugin { detail }) => {
-                    tracing::debug!(
-                        "{}: not a memplan plugin, skipped ({detail})",
-                        path.display()
-                    )
-                }
-                Err(LoadFailure::Rejected { reason, detail }) => {
-                    tracing::warn!("{}: rejected: {reason}", path.display());
-                    if let Some(detail) = detail {
-                        tracing::debug!("{}: loader report:\n{detail}", path.display());
-                    }
-                    self.rejected.push(Rejected { path, reason });
-                }
-            }
+            // Every file is third-party (memplan's own planners are built in): registered
+            // from its manifest, never loaded into memplan's process here.
+            self.admit_third_party(path, opened, manifest, &mut by_name);
         }
         for (name, handles) in by_name {
             self.register(dir, name, handles);
+        }
+    }
+
+    /// Adds `handle` to the planners of its directory, `by_name`, unless its name is not one
+    /// `--planner` can select or its pin refuses its file (then it is rejected, saying why).
+    fn admit(&mut self, handle: PlannerHandle, by_name: &mut BTreeMap<String, Vec<PlannerHandle>>) {
+        let Some(file) = handle.source.file() else {
+            // Built-in planners are registered by `register_builtin`, not from a directory.
+            by_name.entry(handle.name.clone()).or_default().push(handle);
+            return;
+        };
+        let (path, sha256) = (file.path.clone(), file.sha256.clone());
+        if !is_valid_planner_name(&handle.name) {
+            self.rejected.push(Rejected {
+                path,
+                reason: format!(
+                    "exports a planner named {:?}; planner names are non-empty and use only \
+                     a-z, 0-9 and `-`, so that they can be given to --planner",
+                    handle.name
+                ),
+            });
+            return;
+        }
+        if let Some(reason) = self.trust.check_planner(&handle.name, &sha256) {
+            tracing::warn!("{}: {reason}", path.display());
+            self.refused_by_pin.insert(handle.name.clone());
+            self.rejected.push(Rejected { path, reason });
+            return;
+        }
+        tracing::debug!(
+            "found planner `{}` {} in {}{}",
+            handle.name,
+            handle.version,
+            path.display(),
+            if handle.is_loaded() {
+                ""
+            } else {
+                " (third-party: known by its manifest, not loaded)"
+            }
+        );
+        by_name.entry(handle.name.clone()).or_default().push(handle);
+    }
+
+    /// Registers the planners a third-party file's manifest declares, without loading the
+    /// file: its code runs only in the sandboxed worker that runs one of its planners (or in
+    /// memplan's process with `--isolate=never`). A file without a manifest is never loaded:
+    /// refused when it is a memplan plugin (built against an earlier plugin-api), skipped
+    /// quietly otherwise.
+    fn admit_third_party(
+        &mut self,
+        path: PathBuf,
+        opened: OpenedPlugin,
+        manifest: Option<memplan_plugin_api::manifest::Manifest>,
+        by_name: &mut BTreeMap<String, Vec<PlannerHandle>>,
+    ) {
+        let Some(manifest) = manifest else {
+            if opened.names_the_plugin_loader() {
+                let reason = format!(
+                    "a memplan plugin without a planner manifest (section {}, which \
+                     export_planners! writes): memplan does not load a \
+                     third-party file to learn its planners; rebuild it against the current \
+                     memplan-plugin-api",
+                    memplan_plugin_api::manifest::MANIFEST_SECTION
+                );
+                tracing::warn!("{}: rejected: {reason}", path.display());
+                self.rejected.push(Rejected { path, reason });
+            } else {
+                tracing::debug!(
+                    "{}: not a memplan plugin, skipped without loading it",
+                    path.display()
+                );
+            }
+            return;
+        };
+        if let Some(reason) = load::abi_mismatch(&manifest) {
+            tracing::warn!("{}: rejected: {reason}", path.display());
+            self.rejected.push(Rejected { path, reason });
+            return;
+        }
+        if manifest.planners.is_empty() {
+            self.rejected.push(Rejected {
+                path,
+                reason: "a memplan plugin that exports no planners".to_string(),
+            });
+            return;
+        }
+        let file = Arc::new(PluginFile {
+            path,
+            sha256: opened.sha256.clone(),
+        });
+        let plugin = Arc::new(DeferredPlugin::new(opened, manifest));
+        for declared in &plugin.manifest().planners {
+            let handle = PlannerHandle::deferred(declared, Arc::clone(&file), Arc::clone(&plugin));
+            self.admit(handle, by_name);
         }
     }
 
@@ -688,7 +837,10 @@ impl Registry {
 /// Why a file whose manifest does not list the planners it exports is refused (`None` when
 /// it has no manifest or they agree): a run selecting one of its planners by the manifest
 /// would skip the file, or load it for a planner it does not have.
-fn manifest_mismatch(declared: Option<&[String]>, entries: &[PlannerEntry]) -> Option<String> {
+pub(crate) fn manifest_mismatch(
+    declared: Option<&[String]>,
+    entries: &[PlannerEntry],
+) -> Option<String> {
     let declared = declared?;
     let mut exported: Vec<&str> = entries.iter().map(|entry| entry.name.as_str()).collect();
     let mut listed: Vec<&str> = declared.iter().map(String::as_str).collect();
@@ -828,16 +980,12 @@ mod tests {
         std::fs::write(dir.join("README"), b"not a library").unwrap();
         let registry = Registry::scan(vec![dir.clone()]);
         assert!(registry.planners().iter().all(|planner| planner.shipped()));
-        assert_eq!(registry.rejected().len(), 1, "{:?}", registry.rejected());
-        assert_eq!(registry.rejected()[0].path, garbage);
+        // A third-party file without a planner manifest is never handed to the dynamic
+        // loader; one that is not a memplan plugin at all is skipped without a word.
+        assert!(registry.rejected().is_empty(), "{:?}", registry.rejected());
         let error = registry.find("lienar-typo").unwrap_err();
         assert!(
             error.message.contains(&dir.display().to_string()),
-            "{}",
-            error.message
-        );
-        assert!(
-            error.message.contains("1 plugin file(s) were rejected"),
             "{}",
             error.message
         );

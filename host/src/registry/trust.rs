@@ -196,36 +196,9 @@ impl OpenedPlugin {
             {
                 return Err(problem);
             }
-            // The directories of the file that is loaded (a symlink's target, not the link).
-            let real = std::fs::canonicalize(path)
-                .map_err(|error| format!("cannot be resolved: {error}"))?;
-            for dir in real.ancestors().skip(1) {
-                let dir_metadata = std::fs::metadata(dir).map_err(|error| {
-                    format!(
-                        "its directory {} cannot be inspected: {error}",
-                        dir.display()
-                    )
-                })?;
-                let mode = dir_metadata.permissions().mode();
-                let sticky = mode & 0o1000 != 0;
-                let problem = if sticky {
-                    None
-                } else {
-                    insecure(dir, mode, "directory")
-                };
-                if let Some(problem) =
-                    problem.or_else(|| foreign_owner(dir, dir_metadata.uid(), "directory"))
-                {
-                    return Err(if real != path {
-                        format!(
-                            "{problem} (it holds {}, which {} links to)",
-                            real.display(),
-                            path.display()
-                        )
-                    } else {
-                        problem
-                    });
-                }
+            // Every directory the path goes through, the links' included.
+            if let Some(problem) = insecure_route(path)? {
+                return Err(problem);
             }
         }
         let mut hasher = Sha256::new();
@@ -246,10 +219,21 @@ impl OpenedPlugin {
         })
     }
 
-    /// The planner names the file declares in its manifest section, read without loading it;
-    /// `None` when it has none.
-    pub fn declared_planners(&self) -> Option<Vec<String>> {
+    /// The file's planner manifest, read without loading it; `None` when it has none.
+    pub fn manifest(&self) -> Option<memplan_plugin_api::manifest::Manifest> {
         super::manifest::declared_planners(&self.file)
+    }
+
+    /// Whether the file is a memplan plugin, read without loading it (see
+    /// [`super::manifest::names_the_plugin_loader`]).
+    pub fn names_the_plugin_loader(&self) -> bool {
+        super::manifest::names_the_plugin_loader(&self.file)
+    }
+
+    /// The open file's descriptor (valid as long as `self` is).
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.file.as_raw_fd()
     }
 
     /// The path to give the dynamic loader: the open file itself (`/proc/self/fd/N`), which
@@ -268,6 +252,123 @@ impl OpenedPlugin {
     pub fn into_load_path(self) -> PathBuf {
         self.path
     }
+
+    /// The path to give the dynamic loader for the open file, through a copy of its descriptor
+    /// that stays open for the rest of the process: the loader takes a path it has loaded
+    /// before for the library it loaded then, so a `/proc/self/fd/N` it has seen must never
+    /// name another file (as it would once N is closed and reused).
+    #[cfg(target_os = "linux")]
+    pub fn load_path(&self) -> std::io::Result<PathBuf> {
+        // SAFETY: F_DUPFD_CLOEXEC on the open descriptor; the copy is never closed.
+        let copy = unsafe { libc::fcntl(self.raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+        if copy < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(PathBuf::from(format!("/proc/self/fd/{copy}")))
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn load_path(&self) -> std::io::Result<PathBuf> {
+        Ok(self.path.clone())
+    }
+}
+
+/// Why someone other than the user and root could change what `path` leads to, if they could:
+/// the path is followed one name at a time, as the kernel does, and every directory a name is
+/// looked up in must be the user's or root's and not writable by group or others (unless
+/// sticky, like `/tmp`: others cannot replace what they do not own there). Symbolic links are
+/// followed where they stand, so a link's own directory is checked as well as its target's,
+/// and so is every link of a chain: a link in a directory anyone may write can be pointed
+/// elsewhere. The error is a reason for the user (a name on the way that cannot be read).
+pub fn insecure_route(path: &Path) -> Result<Option<String>, String> {
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Component;
+    let start = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(|error| format!("cannot be resolved: {error}"))?
+            .join(path)
+    };
+    let mut pending: std::collections::VecDeque<std::ffi::OsString> = Default::default();
+    let push_front = |pending: &mut std::collections::VecDeque<std::ffi::OsString>,
+                      target: &Path| {
+        for component in target.components().rev() {
+            pending.push_front(component.as_os_str().to_os_string());
+        }
+    };
+    push_front(&mut pending, &start);
+    let mut current = PathBuf::from("/");
+    let mut links: Vec<PathBuf> = Vec::new();
+    let mut checked: Vec<PathBuf> = Vec::new();
+    let mut check = |dir: &Path, links: &[PathBuf]| -> Result<Option<String>, String> {
+        if checked.iter().any(|seen| seen == dir) {
+            return Ok(None);
+        }
+        checked.push(dir.to_path_buf());
+        let metadata = std::fs::metadata(dir).map_err(|error| {
+            format!(
+                "its directory {} cannot be inspected: {error}",
+                dir.display()
+            )
+        })?;
+        let mode = metadata.permissions().mode();
+        let problem = if mode & 0o1000 != 0 {
+            None
+        } else {
+            insecure(dir, mode, "directory")
+        };
+        Ok(problem
+            .or_else(|| foreign_owner(dir, metadata.uid(), "directory"))
+            .map(|problem| match links {
+                [] => problem,
+                links => format!(
+                    "{problem} (on the way from {} through the link{} {})",
+                    path.display(),
+                    if links.len() == 1 { "" } else { "s" },
+                    links
+                        .iter()
+                        .map(|link| link.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }))
+    };
+    if let Some(problem) = check(&current, &links)? {
+        return Ok(Some(problem));
+    }
+    while let Some(name) = pending.pop_front() {
+        match Path::new(&name).components().next() {
+            Some(Component::RootDir) => current = PathBuf::from("/"),
+            Some(Component::ParentDir) => {
+                current.pop();
+            }
+            Some(Component::Normal(_)) => {
+                let next = current.join(&name);
+                let metadata = std::fs::symlink_metadata(&next)
+                    .map_err(|error| format!("{} cannot be inspected: {error}", next.display()))?;
+                if metadata.file_type().is_symlink() {
+                    // Its directory, `current`, is checked already.
+                    if links.len() >= 40 {
+                        return Err(format!("too many symbolic links from {}", path.display()));
+                    }
+                    let target = std::fs::read_link(&next)
+                        .map_err(|error| format!("{} cannot be read: {error}", next.display()))?;
+                    links.push(next);
+                    push_front(&mut pending, &target);
+                } else {
+                    current = next;
+                    if metadata.is_dir() {
+                        if let Some(problem) = check(&current, &links)? {
+                            return Ok(Some(problem));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(None)
 }
 
 /// Why a `what` owned by `uid` is unsafe to load from, if it is: only the user and root may own
@@ -372,7 +473,7 @@ mod tests {
         std::os::unix::fs::symlink(open.join("libp.so"), safe.join("libp.so")).unwrap();
         let reason = OpenedPlugin::open(&safe.join("libp.so"), false).unwrap_err();
         assert!(reason.contains(&open.display().to_string()), "{reason}");
-        assert!(reason.contains("links to"), "{reason}");
+        assert!(reason.contains("through the link"), "{reason}");
         // A safe directory under a world-writable parent: refused; sticky (like /tmp): fine.
         let nested = open.join("plugins");
         std::fs::create_dir(&nested).unwrap();
@@ -392,6 +493,39 @@ mod tests {
             let reason = OpenedPlugin::open(&nested.join("libq.so"), false).unwrap_err();
             assert!(reason.contains("owned by user 12345"), "{reason}");
         }
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn every_link_of_a_chain_and_every_directory_on_the_way_is_checked() {
+        let root = scratch_dir("chain");
+        let (safe, open, real) = (root.join("safe"), root.join("open"), root.join("real"));
+        for dir in [&safe, &open, &real] {
+            std::fs::create_dir(dir).unwrap();
+        }
+        std::fs::write(real.join("libp.so"), b"p").unwrap();
+        std::fs::set_permissions(real.join("libp.so"), std::fs::Permissions::from_mode(0o644))
+            .unwrap();
+        // safe/libp.so -> open/hop.so -> real/libp.so: the middle link sits in a directory
+        // anyone may write (not sticky), so it can be pointed anywhere. Both ends are safe.
+        std::os::unix::fs::symlink(real.join("libp.so"), open.join("hop.so")).unwrap();
+        std::os::unix::fs::symlink(open.join("hop.so"), safe.join("libp.so")).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let reason = OpenedPlugin::open(&safe.join("libp.so"), false).unwrap_err();
+        assert!(
+            reason.contains(&format!("the directory {}", open.display())),
+            "{reason}"
+        );
+        // A plugin directory anyone may write holding only a link to a safe file: refused.
+        std::os::unix::fs::symlink(real.join("libp.so"), open.join("libq.so")).unwrap();
+        let reason = OpenedPlugin::open(&open.join("libq.so"), false).unwrap_err();
+        assert!(reason.contains("writable by group and others"), "{reason}");
+        // A relative link through `..`, all safe: accepted.
+        std::os::unix::fs::symlink("../real/libp.so", safe.join("librel.so")).unwrap();
+        assert!(OpenedPlugin::open(&safe.join("librel.so"), false).is_ok());
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        assert!(OpenedPlugin::open(&safe.join("libp.so"), false).is_ok());
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::remove_dir_all(&root).unwrap();
     }

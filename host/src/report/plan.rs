@@ -292,7 +292,11 @@ pub fn write_text(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
     let planner_note = if report.planner_summary.is_empty() {
         String::new()
     } else {
-        format!(" ({})", report.planner_summary)
+        // The planner's own words: no control characters reach the terminal.
+        format!(
+            " ({})",
+            crate::printable::escape_hidden(&report.planner_summary)
+        )
     };
     writeln!(
         out,

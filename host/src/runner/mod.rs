@@ -19,5 +19,5 @@ pub mod stdout;
 pub mod threads;
 pub mod workdir;
 
-pub use isolate::{plan_in_worker, Isolation, WorkerJob, WorkerReply};
+pub use isolate::{plan_in_worker, Isolation, WorkerCode, WorkerJob, WorkerReply};
 pub use run::{call_planner, run_planner, RunLimits};

@@ -208,7 +208,10 @@ pub fn call_planner(
 
 /// Maps the answer of planner `name` (loaded from `origin`) after `elapsed` onto memplan's
 /// errors: does-not-fit is exit 5, an invalid request exit 2, a panic, failure or
-/// cancellation exit 4.
+/// cancellation exit 4. A planner says which of its own errors it meets (an isolated one
+/// through its worker's reply, which its code could also forge): every message names the
+/// planner and its file, and the planner's words are shown on one line with control
+/// characters escaped ([`crate::printable`]), never as memplan's own.
 pub fn planner_outcome(
     name: &str,
     origin: &str,
@@ -227,35 +230,44 @@ pub fn planner_outcome(
             );
             Ok(plan)
         }
-        Err(error) => Err(match error.kind {
-            PlanErrorKind::DoesNotFit => Error::does_not_fit(format!(
-                "planner `{name}`: the tensors do not fit the memory budgets: {}",
-                error.message
-            )),
-            PlanErrorKind::InvalidRequest => Error::input(format!(
-                "planner `{name}` does not accept this request: {}",
-                error.message
-            )),
-            PlanErrorKind::Panicked => Error::plugin(format!(
-                "planner `{name}` ({origin}) panicked: {}",
-                error.message
-            )),
-            PlanErrorKind::Failed => Error::plugin(format!(
-                "planner `{name}` ({origin}) failed: {}",
-                error.message
-            )),
-            PlanErrorKind::Cancelled => match limits.timeout {
-                Some(timeout) if elapsed >= timeout => Error::plugin(format!(
-                    "planner `{name}` stopped at the time limit ({} s, --timeout) without a \
+        Err(error) => Err({
+            let error = PlanError {
+                kind: error.kind,
+                message: crate::printable::escape_hidden(&error.message)
+                    .as_ref()
+                    .into(),
+            };
+            let origin = crate::printable::escape_hidden(origin);
+            match error.kind {
+                PlanErrorKind::DoesNotFit => Error::does_not_fit(format!(
+                    "planner `{name}` ({origin}): the tensors do not fit the memory budgets: {}",
+                    error.message
+                )),
+                PlanErrorKind::InvalidRequest => Error::input(format!(
+                    "planner `{name}` ({origin}) does not accept this request: {}",
+                    error.message
+                )),
+                PlanErrorKind::Panicked => Error::plugin(format!(
+                    "planner `{name}` ({origin}) panicked: {}",
+                    error.message
+                )),
+                PlanErrorKind::Failed => Error::plugin(format!(
+                    "planner `{name}` ({origin}) failed: {}",
+                    error.message
+                )),
+                PlanErrorKind::Cancelled => match limits.timeout {
+                    Some(timeout) if elapsed >= timeout => Error::plugin(format!(
+                        "planner `{name}` stopped at the time limit ({} s, --timeout) without a \
                      plan: {}; give it more time or pick a faster planner",
-                    timeout.as_secs_f64(),
-                    error.message
-                )),
-                _ => Error::plugin(format!(
-                    "planner `{name}` stopped without a plan: {}",
-                    error.message
-                )),
-            },
+                        timeout.as_secs_f64(),
+                        error.message
+                    )),
+                    _ => Error::plugin(format!(
+                        "planner `{name}` stopped without a plan: {}",
+                        error.message
+                    )),
+                },
+            }
         }),
     }
 }

@@ -41,7 +41,8 @@ pub mod wire;
 pub mod worker_memory;
 
 use super::run::{call_planner, grace_period, RunLimits};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
+use crate::printable::escape_hidden;
 
 /// Which planners run in a worker process (`--isolate=WHEN`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -84,6 +85,12 @@ pub const STARTUP_ALLOWANCE: Duration = Duration::from_secs(10);
 /// plugin started could hold the pipe open instead).
 const REPLY_AFTER_EXIT: Duration = Duration::from_millis(500);
 
+/// How long memplan waits for the relay to pass on what a worker logged once the worker is
+/// done: at once, normally (the worker's end is closed), but the relay escapes and tags what
+/// is left in the pipe (up to its megabyte) first, which takes time on a loaded machine; the
+/// bound is for a grandchild of the planner's holding the pipe open.
+const LOG_DRAIN: Duration = Duration::from_secs(5);
+
 /// What the child writes on its pipe after the started line ([`wire::write_reply`]).
 #[derive(Debug)]
 pub enum WorkerReply {
@@ -91,27 +98,79 @@ pub enum WorkerReply {
     Plan(MemoryPlan),
     /// The planner's own error.
     Error(PlanError),
-    /// The child could not run the planner; `exit_code` is the one the host should exit with.
-    Failed { exit_code: u8, message: String },
+    /// The child could not run the planner, or stopped it (threads left running), and says
+    /// why. The host reports it as the planner's failure (exit 4) whatever it says: the
+    /// planner's code shares the worker's memory and pipe, so a reply can always be forged by
+    /// it, and must never choose memplan's exit code or speak as memplan.
+    Failed { message: String },
     /// The sandbox stopped the planner at a system call it may not make.
     Violation(Violation),
 }
 
-/// A system call the sandbox stopped: its number and first two arguments.
+/// A system call the sandbox stopped: its number, the system-call interface it came through
+/// (an `AUDIT_ARCH_*` value) and its first two arguments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Violation {
     pub syscall: u32,
+    pub arch: u32,
     pub args: [u64; 2],
 }
 
-impl WorkerReply {
-    /// The reply for a host-side error of the child.
-    pub fn failed(error: &Error) -> WorkerReply {
-        WorkerReply::Failed {
-            exit_code: error.kind.exit_code(),
-            message: error.message.clone(),
-        }
+/// The most threads a worker may run at once (its own main thread included). A planner that
+/// starts more is stopped: 2,000 threads kept alive would otherwise weigh on the whole
+/// machine. memplan counts them every [`THREAD_WATCH_PERIOD`] while the worker runs (the
+/// kernel's per-user process limit cannot do it: it counts every process of the user, and
+/// does not apply to root).
+pub const MAX_WORKER_THREADS: u32 = 256;
+
+/// How often memplan counts a worker's threads.
+const THREAD_WATCH_PERIOD: Duration = Duration::from_millis(5);
+
+/// The most bytes memplan reads from a worker running a planner on `request`: the started
+/// line and the largest reply a plan for it can take (one allocation per tensor, an arena per
+/// role and pair of memories; see [`wire::reply_bound`]). A worker that writes more is
+/// stopped.
+pub fn reply_limit(request: &PlanRequest) -> usize {
+    let (tensors, memories) = reply_counts(request);
+    (STARTED_LINE.len() + 1).saturating_add(wire::reply_bound(memories, tensors))
+}
+
+/// The most allocations and arenas a plan for `request` may have in its reply: one allocation
+/// per tensor, one arena per role, memory and source memory.
+fn reply_counts(request: &PlanRequest) -> (usize, usize) {
+    let memories = request.memories.len().max(1);
+    (
+        request.tensors.len(),
+        memories.saturating_mul(memories).saturating_mul(3),
+    )
+}
+
+/// Sizes in messages, in one unit system (binary, as `--plan-memory-limit` reads them):
+/// "12.5 GiB", "512.0 MiB", "4096 bytes".
+pub fn size_text(count: u64) -> String {
+    const GIB: u64 = 1 << 30;
+    const MIB: u64 = 1 << 20;
+    if count >= GIB {
+        format!("{:.1} GiB", count as f64 / GIB as f64)
+    } else if count >= MIB {
+        format!("{:.1} MiB", count as f64 / MIB as f64)
+    } else {
+        format!("{count} bytes")
     }
+}
+
+/// Where the worker finds the planner's code.
+#[derive(Clone, Copy)]
+pub enum WorkerCode<'a> {
+    /// Loaded in memplan's process before the fork (a shipped planner under `--isolate`).
+    Loaded(&'a PlannerEntry),
+    /// In a plugin file memplan has not loaded (a third-party one): the worker loads it itself,
+    /// inside its sandbox, from the file open at descriptor `fd`, by calling `load` with the
+    /// path that names that descriptor in the worker.
+    Load {
+        fd: std::os::fd::RawFd,
+        load: &'a dyn Fn(&std::path::Path) -> std::result::Result<PlannerEntry, String>,
+    },
 }
 
 /// One planner run to do in a child process.
@@ -120,7 +179,7 @@ pub struct WorkerJob<'a> {
     pub planner: &'a str,
     /// The plugin file, for messages.
     pub origin: &'a str,
-    pub entry: &'a PlannerEntry,
+    pub code: WorkerCode<'a>,
     /// `--timeout`: handed to the child's host context; the host kills the child when the
     /// planner has run this plus the grace period.
     pub limits: &'a RunLimits,
@@ -146,32 +205,42 @@ pub fn plan_in_worker(
     let (reply_in, reply_out) = worker_pipe()?;
     let (log_in, log_out) = worker_pipe()?;
     let child = fork_child(job, request, reply_in, reply_out, log_out)?;
-    let log = LogRelay::start(log_in);
+    let log = LogRelay::start(log_in, job.planner);
     tracing::debug!("started worker process {} for {}", child.pid, job.subject());
 
     let (events, worker_events) = mpsc::channel();
     let reader = child.reply.try_clone().map_err(|error| {
         Error::internal(format!("--isolate: cannot read the worker's pipe: {error}"))
     })?;
-    std::thread::spawn(move || read_worker_output(std::fs::File::from(reader), events));
+    let limit = reply_limit(request);
+    std::thread::spawn(move || read_worker_output(std::fs::File::from(reader), limit, events));
     // Made while the worker plans; the reply's allocations are decoded into it.
     let room = wire::AllocationRoom::prepared(request.tensors.len());
 
     // The reply pipe closes when the child exits (normally or not), so waiting on it is
-    // waiting on the child, without polling. `next_event` gives `Ok(None)` when the reader is
-    // gone without a word (cannot happen: it always sends `Finished`) and `Err(())` when the
-    // deadline passed.
+    // waiting on the child; meanwhile its threads are counted every THREAD_WATCH_PERIOD.
+    // `next_event` gives `Ok(None)` when the reader is gone without a word (cannot happen: it
+    // always sends `Finished`), `Err(Stop::Deadline)` when the deadline passed and
+    // `Err(Stop::Threads(n))` when the worker runs more than MAX_WORKER_THREADS threads.
     let time_limit = job
         .limits
         .timeout
         .map(|timeout| timeout.saturating_add(grace_period(timeout)));
-    let next_event = |deadline: Option<Instant>| match deadline {
-        None => Ok(worker_events.recv().ok()),
-        Some(deadline) => {
-            match worker_events.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(event) => Ok(Some(event)),
-                Err(mpsc::RecvTimeoutError::Disconnected) => Ok(None),
-                Err(mpsc::RecvTimeoutError::Timeout) => Err(()),
+    let next_event = |deadline: Option<Instant>| loop {
+        let now = Instant::now();
+        if deadline.is_some_and(|deadline| now >= deadline) {
+            return Err(Stop::Deadline);
+        }
+        let wait = deadline.map_or(THREAD_WATCH_PERIOD, |deadline| {
+            deadline.duration_since(now).min(THREAD_WATCH_PERIOD)
+        });
+        match worker_events.recv_timeout(wait) {
+            Ok(event) => return Ok(Some(event)),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(None),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Some(threads) = child.threads().filter(|&n| n > MAX_WORKER_THREADS) {
+                    return Err(Stop::Threads(threads));
+                }
             }
         }
     };
@@ -198,8 +267,30 @@ pub fn plan_in_worker(
                 }
                 break Some(reply);
             }
+            Ok(Some(WorkerOutput::TooLarge)) => {
+                child.kill_and_reap();
+                log.finish();
+                return Err(Error::plugin(format!(
+                    "{} wrote more than {} on its reply pipe, more than any reply to this \
+                     request ({} tensors) can take, and was stopped; memplan itself is \
+                     unaffected. Report this to the planner's author, or choose another planner",
+                    job.subject(),
+                    size_text(limit as u64),
+                    request.tensors.len()
+                )));
+            }
             Ok(None) => break None,
-            Err(()) => {
+            Err(Stop::Threads(threads)) => {
+                child.kill_and_reap();
+                log.finish();
+                return Err(Error::plugin(format!(
+                    "{} was stopped by the sandbox: it ran {threads} threads at once, more \
+                     than the {MAX_WORKER_THREADS} a sandboxed planner may run; memplan itself \
+                     is unaffected. A planner should start about one thread per core",
+                    job.subject()
+                )));
+            }
+            Err(Stop::Deadline) => {
                 child.kill_and_reap();
                 log.finish();
                 let timeout = job.limits.timeout.unwrap_or_default().as_secs_f64();
@@ -280,16 +371,32 @@ fn log_ending(subject: &str, ending: std::result::Result<Ending, &Error>, starte
 /// The worker may not make any file grow (see [`sandbox`]), so when memplan's standard error is
 /// a file (`memplan plan ... 2> build.log`) the worker's log lines cannot go there directly:
 /// the first one would end it with `SIGXFSZ`. Its standard error is a pipe instead, which a
-/// thread of memplan copies to its own.
+/// thread of memplan copies to its own. What the planner writes there is its own, raw writes
+/// included: every line is passed on with `[planner NAME] ` in front and its control
+/// characters escaped ([`crate::printable`]), so that it can neither drive the terminal nor
+/// pass for a line of memplan's (`memplan: error: ...`).
 struct LogRelay {
     done: mpsc::Receiver<()>,
 }
 
 impl LogRelay {
-    fn start(log: OwnedFd) -> LogRelay {
+    fn start(log: OwnedFd, planner: &str) -> LogRelay {
         let (finished, done) = mpsc::channel();
+        let prefix = format!("[planner {}] ", escape_hidden(planner));
         std::thread::spawn(move || {
-            let _ = std::io::copy(&mut std::fs::File::from(log), &mut std::io::stderr());
+            let mut log = std::fs::File::from(log);
+            let mut relay = LineRelay::new(prefix);
+            let mut buffer = vec![0u8; 64 << 10];
+            loop {
+                match log.read(&mut buffer) {
+                    Ok(0) | Err(_) => break,
+                    Ok(read) => {
+                        let text = relay.push(&buffer[..read]);
+                        let _ = std::io::stderr().write_all(text.as_bytes());
+                    }
+                }
+            }
+            let _ = std::io::stderr().write_all(relay.finish().as_bytes());
             let _ = finished.send(());
         });
         LogRelay { done }
@@ -299,7 +406,52 @@ impl LogRelay {
     /// before it writes its reply, and it has ended on every other path, so this is at once
     /// but for a short bound in case something in the worker still holds the pipe open.
     fn finish(self) {
-        let _ = self.done.recv_timeout(REPLY_AFTER_EXIT);
+        let _ = self.done.recv_timeout(LOG_DRAIN);
+    }
+}
+
+/// A worker's log made printable a chunk at a time, each line tagged with a prefix.
+struct LineRelay {
+    prefix: String,
+    text: crate::printable::PrintableStream,
+    at_line_start: bool,
+}
+
+impl LineRelay {
+    fn new(prefix: String) -> LineRelay {
+        LineRelay {
+            prefix,
+            text: Default::default(),
+            at_line_start: true,
+        }
+    }
+
+    /// What to print for `chunk` of the log.
+    fn push(&mut self, chunk: &[u8]) -> String {
+        let text = self.text.push(chunk);
+        self.tag(&text)
+    }
+
+    /// What to print at the end of the log: a line it did not end is ended.
+    fn finish(&mut self) -> String {
+        let rest = self.text.finish();
+        let mut text = self.tag(&rest);
+        if !self.at_line_start {
+            text.push('\n');
+        }
+        text
+    }
+
+    fn tag(&mut self, text: &str) -> String {
+        let mut out = String::with_capacity(text.len() + self.prefix.len());
+        for piece in text.split_inclusive('\n') {
+            if self.at_line_start {
+                out.push_str(&self.prefix);
+            }
+            out.push_str(piece);
+            self.at_line_start = piece.ends_with('\n');
+        }
+        out
     }
 }
 
@@ -317,6 +469,14 @@ fn worker_pipe() -> Result<(OwnedFd, OwnedFd)> {
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     widen_pipe(&read);
     Ok((read, write))
+}
+
+/// Why the host stops waiting for a worker before it ends.
+enum Stop {
+    /// The time limit passed.
+    Deadline,
+    /// The worker runs this many threads, more than [`MAX_WORKER_THREADS`].
+    Threads(u32),
 }
 
 /// The child process, from the host's side.
@@ -337,6 +497,13 @@ struct Ending {
 }
 
 impl ForkedChild {
+    /// How many threads the child runs now (`None` once it is gone, or where `/proc` cannot
+    /// tell).
+    fn threads(&self) -> Option<u32> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
+        super::threads::parse_thread_count(&status)
+    }
+
     /// Waits for a child whose reply pipe has closed. It normally has exited already; one that
     /// closed the pipe but keeps running is killed at `kill_at` (or after a short wait when
     /// there is no time limit, since without its reply pipe it can no longer answer).
@@ -443,35 +610,57 @@ fn run_child(
         // Fresh pages for the planner, faulted in ahead of it (see `worker_memory`).
         worker_memory::give_back_freed_memory();
         let free_regions = worker_memory::FreeRegions::of_this_process();
-        // A Rust plugin's panic or failed allocation prints a backtrace when these are set,
-        // and printing one opens files, which the sandbox stops: the plugin's message would
-        // then be lost to a sandbox violation. The child is single-threaded here.
-        for variable in ["RUST_BACKTRACE", "RUST_LIB_BACKTRACE"] {
-            std::env::remove_var(variable);
-        }
-        let (mut out, entered) = sandbox.enter(reply_out);
-        if let Err(problem) = entered {
-            let message = format!(
-                "{}: memplan could not sandbox its worker process ({problem}), so the planner \
-                 was not run. Run it in process with --isolate=never if you trust it",
-                job.subject()
-            );
-            let failed = WorkerReply::Failed {
-                exit_code: ErrorKind::Plugin.exit_code(),
-                message,
-            };
+        // The environment is emptied inside (so a Rust plugin's panic prints no backtrace,
+        // which would open files, and a planner reads none of the user's variables).
+        let plugin_fd = match job.code {
+            WorkerCode::Loaded(_) => None,
+            WorkerCode::Load { fd, .. } => Some(fd),
+        };
+        let (mut out, entered) = sandbox.enter(reply_out, plugin_fd);
+        let fail = |out: &mut std::fs::File, message: String| {
             end_log();
-            return match wire::write_reply(&failed, &mut out) {
+            match wire::write_reply(&WorkerReply::Failed { message }, out) {
                 Ok(()) => 0,
                 Err(_) => 1,
-            };
+            }
+        };
+        let mut entered = match entered {
+            Ok(entered) => entered,
+            Err(problem) => {
+                let message = format!(
+                    "memplan could not sandbox its worker process ({problem}), so the planner \
+                     was not run. Run it in process with --isolate=never if you trust it"
+                );
+                return fail(&mut out, message);
+            }
+        };
+        // A third-party file is loaded here, its constructors running under the loading
+        // stage of the sandbox; then the sandbox is sealed.
+        let entry = match job.code {
+            WorkerCode::Loaded(entry) => *entry,
+            WorkerCode::Load { load, .. } => match load(&SandboxSetup::plugin_path(plugin_fd)) {
+                Ok(entry) => entry,
+                Err(reason) => return fail(&mut out, format!("cannot be loaded: {reason}")),
+            },
+        };
+        if let Err(problem) = entered.seal() {
+            let message = format!(
+                "memplan could not sandbox its worker process ({problem}), so the planner was \
+                 not run. Run it in process with --isolate=never if you trust it"
+            );
+            return fail(&mut out, message);
         }
+        tracing::debug!(
+            "worker for {}: sandbox layers: {}",
+            job.subject(),
+            entered.layers()
+        );
         if writeln!(out, "{STARTED_LINE}").is_err() {
             return 1;
         }
         let populator = worker_memory::Populator::start(free_regions);
-        let reply = match call_planner(job.planner, job.entry, request, job.limits) {
-            Ok(plan) => WorkerReply::Plan(plan),
+        let reply = match call_planner(job.planner, &entry, request, job.limits) {
+            Ok(plan) => within_reply_limit(plan, request),
             Err(error) => WorkerReply::Error(error),
         };
         if let Some(populator) = populator {
@@ -484,11 +673,9 @@ fn run_child(
         let reply = match SandboxSetup::lingering_threads() {
             0 => reply,
             threads => WorkerReply::Failed {
-                exit_code: ErrorKind::Plugin.exit_code(),
                 message: format!(
-                    "{} {}, and was stopped; a planner must join the threads it starts (and \
-                     shut down any thread pool) before it returns",
-                    job.subject(),
+                    "{}, and was stopped; a planner must join the threads it starts (and shut \
+                     down any thread pool) before it returns",
                     super::threads::left_running(threads)
                 ),
             },
@@ -502,6 +689,25 @@ fn run_child(
     .unwrap_or(1);
     // SAFETY: _exit ends the process at once; nothing of the host's state is touched.
     unsafe { libc::_exit(code) }
+}
+
+/// The reply for `plan`: the plan, or a failure when it has more allocations or arenas than a
+/// plan for `request` can have, whose reply the host would not read ([`reply_limit`]).
+fn within_reply_limit(plan: MemoryPlan, request: &PlanRequest) -> WorkerReply {
+    let (tensors, arenas) = reply_counts(request);
+    if plan.allocations.len() <= tensors && plan.arenas.len() <= arenas {
+        return WorkerReply::Plan(plan);
+    }
+    WorkerReply::Failed {
+        message: format!(
+            "returned a plan of {} allocations in {} arenas for {} tensors in {} memories; a \
+             plan has one allocation per tensor and at most one arena per role and memory",
+            plan.allocations.len(),
+            plan.arenas.len(),
+            request.tensors.len(),
+            request.memories.len()
+        ),
+    }
 }
 
 /// Makes `log` the child's standard error ([`LogRelay`]).
@@ -546,8 +752,17 @@ impl SandboxSetup {
         )))
     }
 
-    fn enter(&self, reply: OwnedFd) -> (std::fs::File, std::result::Result<(), String>) {
-        sandbox::enter(reply, &self.0)
+    fn enter(
+        &self,
+        reply: OwnedFd,
+        plugin: Option<std::os::fd::RawFd>,
+    ) -> (std::fs::File, std::result::Result<sandbox::Entered, String>) {
+        sandbox::enter(reply, &self.0, plugin)
+    }
+
+    /// The path the worker loads its plugin file by.
+    fn plugin_path(_fd: Option<std::os::fd::RawFd>) -> std::path::PathBuf {
+        sandbox::plugin_path()
     }
 
     fn lingering_threads() -> u32 {
@@ -572,14 +787,45 @@ impl SandboxSetup {
         SandboxSetup
     }
 
-    fn enter(&self, reply: OwnedFd) -> (std::fs::File, std::result::Result<(), String>) {
+    fn enter(
+        &self,
+        reply: OwnedFd,
+        _plugin: Option<std::os::fd::RawFd>,
+    ) -> (std::fs::File, std::result::Result<Unsandboxed, String>) {
         // SAFETY: dup2 on the process's own standard descriptors; 2 is open for the whole run.
         unsafe { libc::dup2(2, 1) };
-        (std::fs::File::from(reply), Ok(()))
+        (std::fs::File::from(reply), Ok(Unsandboxed))
+    }
+
+    /// The path the worker loads its plugin file by: its descriptor, where the system names
+    /// one (`/dev/fd/N`).
+    fn plugin_path(fd: Option<std::os::fd::RawFd>) -> std::path::PathBuf {
+        std::path::PathBuf::from(format!("/dev/fd/{}", fd.unwrap_or(-1)))
     }
 
     fn lingering_threads() -> u32 {
         0
+    }
+}
+
+/// A worker without a sandbox (elsewhere than Linux on x86-64 and AArch64).
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+struct Unsandboxed;
+
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+impl Unsandboxed {
+    fn seal(&mut self) -> std::result::Result<(), String> {
+        Ok(())
+    }
+
+    fn layers(&self) -> String {
+        "none (no sandbox on this system): a separate process".to_string()
     }
 }
 
@@ -608,29 +854,41 @@ fn die_with_the_parent(parent: libc::pid_t) {
     let _ = parent;
 }
 
-/// What the host hears from a worker's stdout.
+/// What the host hears from a worker's reply pipe.
 enum WorkerOutput {
     /// The started line: the planner is being called.
     Started,
     /// Everything after it, up to the end of the pipe.
     Finished(std::io::Result<Vec<u8>>),
+    /// More than the reply limit: the reader stopped reading.
+    TooLarge,
 }
 
-/// Reads the worker's stdout: the started line, then the reply. A worker that dies before
-/// calling the planner produces only `Finished` with what it wrote (normally nothing).
-fn read_worker_output(stdout: std::fs::File, events: mpsc::Sender<WorkerOutput>) {
-    let mut stdout = BufReader::new(stdout);
-    let mut first_line = String::new();
+/// Reads the worker's reply pipe: the started line, then the reply, at most `limit` bytes in
+/// all (past it: `TooLarge`, and the rest is never read). A worker that dies before calling
+/// the planner produces only `Finished` with what it wrote (normally nothing).
+fn read_worker_output(pipe: std::fs::File, limit: usize, events: mpsc::Sender<WorkerOutput>) {
+    // One byte more than allowed tells "exactly the limit" from "more".
+    let mut pipe = BufReader::new(pipe.take(limit as u64 + 1));
+    let mut first_line = Vec::new();
     let mut rest = Vec::new();
-    let result = stdout.read_line(&mut first_line).and_then(|_| {
-        if first_line.trim_end() == STARTED_LINE {
-            let _ = events.send(WorkerOutput::Started);
-        } else {
-            rest.extend_from_slice(first_line.as_bytes());
-        }
-        stdout.read_to_end(&mut rest).map(|_| rest)
+    let result = pipe
+        .read_until(b'\n', &mut first_line)
+        .and_then(|_| {
+            if first_line.strip_suffix(b"\n") == Some(STARTED_LINE.as_bytes()) {
+                let _ = events.send(WorkerOutput::Started);
+            } else {
+                rest.extend_from_slice(&first_line);
+            }
+            pipe.read_to_end(&mut rest)
+        })
+        .map(|_| rest);
+    // The whole allowance and its extra byte were taken: the worker wrote more.
+    let _ = events.send(if pipe.get_ref().limit() == 0 {
+        WorkerOutput::TooLarge
+    } else {
+        WorkerOutput::Finished(result)
     });
-    let _ = events.send(WorkerOutput::Finished(result));
 }
 
 /// The planner's answer from the worker's exit status and reply; `memory_limit` is the
@@ -644,7 +902,7 @@ fn interpret(
     let status = ending.status;
     let peak = ending
         .peak_kib
-        .map(|kib| format!(" (it held up to {} MB)", kib.div_ceil(1024)))
+        .map(|kib| format!(" (it held up to {})", size_text(kib.saturating_mul(1024))))
         .unwrap_or_default();
     if let Some(signal) = status.signal() {
         #[cfg(target_os = "linux")]
@@ -656,8 +914,7 @@ fn interpret(
                      every core)"
                 } else {
                     "it made a system call the sandbox does not allow while it blocked \
-                     signals, so memplan cannot say which (C libraries block signals while \
-                     they start a process)"
+                     signals, so memplan cannot say which"
                 }
             )));
         }
@@ -671,12 +928,13 @@ fn interpret(
                 signal_name(signal)
             )));
         }
-        let out_of_memory = if signal == libc::SIGABRT || signal == libc::SIGSEGV {
+        // A failed allocation aborts a Rust planner (and says so on stderr first); a
+        // segmentation fault is a bug of the planner's, whatever its memory limit.
+        let out_of_memory = if signal == libc::SIGABRT {
             format!(
-                "; it ran with a memory limit of {} MB (--plan-memory-limit), and a planner \
-                 that allocates beyond it ends this way (\"memory allocation of N bytes \
-                 failed\" above says so)",
-                memory_limit.div_ceil(1 << 20)
+                "; if it printed \"memory allocation of N bytes failed\" above, it ran out of \
+                 its memory limit of {} (--plan-memory-limit)",
+                size_text(memory_limit)
             )
         } else {
             String::new()
@@ -698,9 +956,11 @@ fn interpret(
     match (status.code(), parsed) {
         (Some(0), Some(WorkerReply::Plan(plan))) => Ok(Ok(plan)),
         (Some(0), Some(WorkerReply::Error(error))) => Ok(Err(error)),
-        (Some(0), Some(WorkerReply::Failed { exit_code, message })) => {
-            Err(Error::new(kind_of_exit_code(exit_code), message))
-        }
+        // Whatever the worker says, it says for the planner: its code could have written it.
+        (Some(0), Some(WorkerReply::Failed { message })) => Err(Error::plugin(format!(
+            "{subject}: {}",
+            escape_hidden(&message)
+        ))),
         (Some(_), Some(WorkerReply::Violation(violation))) => Err(Error::plugin(format!(
             "{subject} was stopped by the sandbox: it {}. Planners from outside memplan's \
              installation run sandboxed (--isolate=auto): no files, network, processes or \
@@ -713,10 +973,10 @@ fn interpret(
             subject
         ))),
         (Some(0), None) => Err(Error::plugin(format!(
-            "{}: the worker's reply is not readable ({} bytes starting {:?})",
+            "{}: the worker's reply is not readable ({} bytes starting \"{}\")",
             subject,
             reply.len(),
-            String::from_utf8_lossy(&reply[..reply.len().min(80)])
+            escape_hidden(&String::from_utf8_lossy(&reply[..reply.len().min(80)]))
         ))),
         (Some(code), _) => Err(Error::plugin(format!(
             "{} ended its worker process with exit status {code} instead of returning a plan \
@@ -745,16 +1005,6 @@ fn describe_violation(violation: &Violation, memory_limit: u64) -> String {
 )))]
 fn describe_violation(violation: &Violation, _memory_limit: u64) -> String {
     format!("made system call {}", violation.syscall)
-}
-
-fn kind_of_exit_code(code: u8) -> ErrorKind {
-    match code {
-        2 => ErrorKind::Input,
-        3 => ErrorKind::Rejected,
-        4 => ErrorKind::Plugin,
-        5 => ErrorKind::DoesNotFit,
-        _ => ErrorKind::Internal,
-    }
 }
 
 /// The conventional name of a signal, with what it usually means.
@@ -833,7 +1083,7 @@ mod tests {
         };
         let error = interpret(SUBJECT, killed, b"", LIMIT).unwrap_err();
         assert!(error.message.contains("ran out of memory"), "{error}");
-        assert!(error.message.contains("up to 3072 MB"), "{error}");
+        assert!(error.message.contains("up to 3.0 GiB"), "{error}");
         let aborted = Ending {
             status: ExitStatus::from_raw(6),
             peak_kib: Some(2048),
@@ -846,7 +1096,7 @@ mod tests {
                 .contains("memory allocation of N bytes failed"),
             "{error}"
         );
-        assert!(error.message.contains("up to 2 MB"), "{error}");
+        assert!(error.message.contains("up to 2.0 MiB"), "{error}");
     }
 
     #[test]
@@ -874,14 +1124,49 @@ mod tests {
     }
 
     #[test]
-    fn worker_failures_keep_their_exit_code() {
-        let failed = WorkerReply::failed(&Error::input("bad options"));
-        let reply = wire::encode_reply(&failed);
+    fn a_worker_failure_is_the_planners_whatever_it_says() {
+        // A planner can write a "failed" reply on its pipe itself: it must not choose memplan's
+        // exit code or speak as memplan (control characters included).
+        let forged = WorkerReply::Failed {
+            message: "\nmemplan: error: model does not fit\x1b[2J".into(),
+        };
+        let reply = wire::encode_reply(&forged);
         let error = interpret(SUBJECT, ended(exited(0)), &reply, LIMIT).unwrap_err();
+        assert_eq!(error.kind, crate::ErrorKind::Plugin);
         assert_eq!(
-            (error.kind, error.message.as_str()),
-            (ErrorKind::Input, "bad options")
+            error.message,
+            "planner `p` (/plugins/libp.so): \\u{000a}memplan: error: model does not fit\\u{001b}[2J"
         );
+    }
+
+    #[test]
+    fn a_segmentation_fault_does_not_blame_the_memory_limit() {
+        let error = interpret(SUBJECT, ended(ExitStatus::from_raw(11)), b"", LIMIT).unwrap_err();
+        assert!(!error.message.contains("--plan-memory-limit"), "{error}");
+        let error = interpret(SUBJECT, ended(ExitStatus::from_raw(6)), b"", LIMIT).unwrap_err();
+        assert!(
+            error
+                .message
+                .contains("memory limit of 1.0 GiB (--plan-memory-limit)"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn the_reply_limit_grows_with_the_request() {
+        use abi_stable::std_types::{RString, RVec};
+        let empty = PlanRequest {
+            tensors: RVec::new(),
+            memories: RVec::new(),
+            num_steps: 0,
+            options: RString::new(),
+        };
+        // A tiny request still leaves room for a summary or a message.
+        assert!(reply_limit(&empty) > wire::TEXT_CAP);
+        assert!(reply_limit(&empty) < 2 * wire::TEXT_CAP + 4096);
+        assert_eq!(size_text(12_077 << 20), "11.8 GiB");
+        assert_eq!(size_text(256 << 20), "256.0 MiB");
+        assert_eq!(size_text(4096), "4096 bytes");
     }
 
     #[test]
@@ -897,7 +1182,7 @@ mod tests {
         ];
         for (status, expected) in cases {
             let error = interpret(SUBJECT, ended(status), b"", LIMIT).unwrap_err();
-            assert_eq!(error.kind, ErrorKind::Plugin);
+            assert_eq!(error.kind, crate::ErrorKind::Plugin);
             assert!(error.message.contains(expected), "{}", error.message);
             assert!(
                 error.message.contains("planner `p` (/plugins/libp.so)"),
@@ -910,6 +1195,20 @@ mod tests {
             garbled.message.contains("not readable"),
             "{}",
             garbled.message
+        );
+    }
+
+    #[test]
+    fn a_workers_log_is_tagged_line_by_line_and_cannot_drive_the_terminal() {
+        let mut relay = LineRelay::new("[planner p] ".into());
+        let mut out = relay.push(b"one\nmemplan: error: fake\x1b[31m");
+        out += &relay.push(b" still\r\n\n");
+        out += &relay.push(b"last");
+        out += &relay.finish();
+        assert_eq!(
+            out,
+            "[planner p] one\n[planner p] memplan: error: fake\\u{001b}[31m still\\u{000d}\n\
+             [planner p] \n[planner p] last\n"
         );
     }
 

@@ -77,6 +77,9 @@ pub struct Preparation {
     limits: SandboxLimits,
     /// The address space the parent holds at the fork, which the child inherits.
     inherited_bytes: u64,
+    /// The processors online, as the C library's allocator counts them (it reads a file in
+    /// `/sys` for that, which the worker may not: see [`set_allocator_arenas`]).
+    processors: i64,
 }
 
 impl Preparation {
@@ -84,8 +87,29 @@ impl Preparation {
         Preparation {
             limits,
             inherited_bytes: address_space_bytes().unwrap_or(0),
+            // SAFETY: sysconf has no preconditions.
+            processors: unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1),
         }
     }
+}
+
+/// glibc's allocator gives threads arenas of their own, up to a limit it works out, once
+/// more than eight threads allocate, from the processors online: it reads
+/// `/sys/devices/system/cpu/online` then, so that a planner's ninth thread would be stopped by
+/// the sandbox for opening a file. Setting the limit first (to glibc's own default, eight per
+/// processor) leaves it nothing to read.
+fn set_allocator_arenas(preparation: &Preparation) {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt only sets an allocator parameter.
+    unsafe {
+        let arenas = preparation
+            .processors
+            .saturating_mul(8)
+            .min(i64::from(i32::MAX));
+        libc::mallopt(libc::M_ARENA_MAX, arenas as libc::c_int);
+    }
+    #[cfg(not(target_env = "gnu"))]
+    let _ = preparation;
 }
 
 /// The process's address space (VmSize), in bytes.
@@ -99,9 +123,31 @@ fn address_space_bytes() -> Option<u64> {
 
 /// Enters the sandbox in the worker: `reply` becomes [`REPLY_FD`] (returned as a file, also
 /// when the rest fails), everything listed in the module docs is set up, and from then on only
-/// the allowed system calls run. An error is a message for the user: the worker reports it and
-/// exits without calling the planner (a sandbox that cannot be set up is not silently skipped).
-pub fn enter(reply: OwnedFd, preparation: &Preparation) -> (std::fs::File, Result<(), String>) {
+/// the allowed system calls run. With `plugin`, the descriptor of a plugin file the worker is
+/// to load itself, that file stays open as [`plugin_path`] and the worker enters the loading
+/// stage ([`Entered::seal`] ends it); without, it is sealed at once. An error is a message for
+/// the user: the worker reports it and exits without calling the planner (a sandbox that
+/// cannot be set up is not silently skipped).
+pub fn enter(
+    reply: OwnedFd,
+    preparation: &Preparation,
+    plugin: Option<i32>,
+) -> (std::fs::File, Result<Entered, String>) {
+    // Above the fixed numbers first, so that arranging them cannot close it.
+    let plugin = match plugin.map(|fd| {
+        // SAFETY: F_DUPFD_CLOEXEC on an open descriptor the child inherited.
+        unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10) }
+    }) {
+        Some(moved) if moved < 0 => {
+            let problem = format!(
+                "cannot keep the plugin file open: {}",
+                std::io::Error::last_os_error()
+            );
+            // SAFETY: `reply` is the pipe, owned by nothing else from here on.
+            return (std::fs::File::from(reply), Err(problem));
+        }
+        other => other,
+    };
     let reply_fd = reply.into_raw_fd();
     let moved = above(reply_fd).and_then(|moved| {
         // SAFETY: dup2 onto the process's own descriptor number; `moved` is open.
@@ -116,17 +162,138 @@ pub fn enter(reply: OwnedFd, preparation: &Preparation) -> (std::fs::File, Resul
         Ok(REPLY_FD)
     });
     let (fd, result) = match moved {
-        Ok(fd) => (fd, enter_with_reply_in_place(preparation)),
+        Ok(fd) => (fd, enter_with_reply_in_place(preparation, plugin)),
         Err(message) => (reply_fd, Err(message)),
     };
     // SAFETY: `fd` is the reply pipe, owned by nothing else from here on.
     (unsafe { std::fs::File::from_raw_fd(fd) }, result)
 }
 
-fn enter_with_reply_in_place(preparation: &Preparation) -> Result<(), String> {
+/// A worker in the sandbox, still loading its plugin file or sealed.
+pub struct Entered {
+    /// The planner's filter, until [`Entered::seal`] installs it.
+    planner_filter: Option<BpfProgram>,
+    /// The layers in force, for `-v`.
+    layers: Vec<String>,
+}
+
+impl Entered {
+    /// Ends the loading stage (if any): no file access at all (Landlock, where the kernel has
+    /// it) and the planner's allow list; the plugin file's descriptor is closed.
+    pub fn seal(&mut self) -> Result<(), String> {
+        let Some(filter) = self.planner_filter.take() else {
+            return Ok(());
+        };
+        // Filters and Landlock domains bind the thread that sets them up: a thread the file's
+        // constructors started would keep the loading stage's rights.
+        if thread_count().is_some_and(|threads| threads > 1) {
+            return Err(
+                "the plugin file started a thread while it was loaded, which would run \
+                 outside the sandbox's last stage"
+                    .to_string(),
+            );
+        }
+        // SAFETY: the plugin is mapped; its descriptor is not needed any more.
+        unsafe { libc::close(PLUGIN_FD) };
+        self.layers.push(landlock_layer(Stage::Planning));
+        seccompiler::apply_filter(&filter)
+            .map_err(|error| format!("cannot install the system-call filter: {error}"))?;
+        self.layers.push(format!(
+            "seccomp (the planner's allow list{})",
+            if self.layers.iter().any(|layer| layer.contains("loading")) {
+                ", after the loader's"
+            } else {
+                ""
+            }
+        ));
+        Ok(())
+    }
+
+    /// The layers in force, "seccomp (...), landlock (...), ...".
+    pub fn layers(&self) -> String {
+        self.layers.join("; ")
+    }
+}
+
+/// What the worker is doing while a layer is set up.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Loading a third-party plugin file itself: it may read that file and the system's
+    /// libraries.
+    Loading,
+    /// Calling the planner: no file access at all.
+    Planning,
+}
+
+/// Where a plugin's own dependencies (the C library, libgcc, a C++ runtime ...) may be read
+/// from while the worker loads it: the system's library directories and the loader's cache.
+const LIBRARY_PATHS: &[&str] = &[
+    "/lib",
+    "/lib64",
+    "/usr/lib",
+    "/usr/lib64",
+    "/usr/local/lib",
+    "/etc/ld.so.cache",
+];
+
+/// Sets up a Landlock layer for `stage` and says what it is ("landlock ABI 7: ..."), or why
+/// there is none. Best effort: a kernel without Landlock (before 5.13, or with it disabled)
+/// keeps the other layers, and `-v` says so.
+fn landlock_layer(stage: Stage) -> String {
+    use landlock::{
+        path_beneath_rules, Access, AccessFs, AccessNet, RulesetAttr, RulesetCreatedAttr,
+        RulesetStatus, Scope, ABI,
+    };
+    let abi = ABI::V6;
+    let restricted = landlock::Ruleset::default()
+        .handle_access(AccessFs::from_all(abi))
+        .and_then(|ruleset| ruleset.handle_access(AccessNet::from_all(abi)))
+        .and_then(|ruleset| ruleset.scope(Scope::from_all(abi)))
+        .and_then(|ruleset| ruleset.create())
+        .and_then(|ruleset| match stage {
+            Stage::Planning => Ok(ruleset),
+            Stage::Loading => ruleset
+                .add_rules(path_beneath_rules(
+                    [plugin_path()],
+                    AccessFs::from_read(abi),
+                ))
+                .and_then(|ruleset| {
+                    ruleset.add_rules(path_beneath_rules(LIBRARY_PATHS, AccessFs::from_read(abi)))
+                }),
+        })
+        .and_then(|ruleset| ruleset.restrict_self());
+    let what = match stage {
+        Stage::Loading => "while loading: read only the plugin file and the system's libraries",
+        Stage::Planning => "no file access, no network",
+    };
+    match restricted {
+        Ok(status) => match (status.ruleset, status.landlock) {
+            (RulesetStatus::NotEnforced, _) => {
+                "no landlock (this kernel does not have it)".to_string()
+            }
+            (enforced, landlock::LandlockStatus::Available { effective_abi, .. }) => format!(
+                "landlock{} ({effective_abi:?}; {what})",
+                if enforced == RulesetStatus::PartiallyEnforced {
+                    ", partly"
+                } else {
+                    ""
+                }
+            ),
+            (_, _) => format!("landlock ({what})"),
+        },
+        Err(error) => format!("no landlock ({error})"),
+    }
+}
+
+fn enter_with_reply_in_place(
+    preparation: &Preparation,
+    plugin: Option<i32>,
+) -> Result<Entered, String> {
     let status = above(open("/proc/self/status", libc::O_RDONLY)?)?;
     let null = above(open("/dev/null", libc::O_RDWR)?)?;
-    for (from, to) in [(status, STATUS_FD), (null, 0), (null, 1)] {
+    let mut arrangement = vec![(status, STATUS_FD), (null, 0), (null, 1)];
+    arrangement.extend(plugin.map(|plugin| (plugin, PLUGIN_FD)));
+    for (from, to) in arrangement {
         // SAFETY: dup2 onto the process's own descriptor numbers; `from` is open.
         if unsafe { libc::dup2(from, to) } < 0 {
             return Err(format!(
@@ -135,17 +302,84 @@ fn enter_with_reply_in_place(preparation: &Preparation) -> Result<(), String> {
             ));
         }
     }
-    close_from(STATUS_FD + 1);
+    close_from(PLUGIN_FD + 1);
+    if plugin.is_none() {
+        // SAFETY: closing a descriptor number the worker does not use.
+        unsafe { libc::close(PLUGIN_FD) };
+    }
+    clear_environment();
+    set_allocator_arenas(preparation);
     set_limits(preparation)?;
     // SAFETY: prctl with integer arguments only.
     unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
     install_violation_handler()?;
-    let (threads_by_clone, allow_list) = filters(preparation.limits.memory_bytes)?;
-    for filter in [threads_by_clone, allow_list] {
-        seccompiler::apply_filter(&filter)
-            .map_err(|error| format!("cannot install the system-call filter: {error}"))?;
+    let filters = filters(preparation.limits.memory_bytes)?;
+    let apply = |filter: &BpfProgram| {
+        seccompiler::apply_filter(filter)
+            .map_err(|error| format!("cannot install the system-call filter: {error}"))
+    };
+    let mut layers = vec![
+        format!(
+            "limits (address space {} over what it inherited, CPU {} s, no core dumps, no \
+             file growth, at most {} threads)",
+            super::size_text(preparation.limits.memory_bytes),
+            preparation.limits.cpu_seconds,
+            super::MAX_WORKER_THREADS
+        ),
+        "empty environment".to_string(),
+        "descriptors: standard error and its reply only".to_string(),
+        "not dumpable, no new privileges".to_string(),
+    ];
+    apply(&filters.not_implemented)?;
+    let mut entered = Entered {
+        planner_filter: Some(filters.planner),
+        layers: Vec::new(),
+    };
+    if plugin.is_some() {
+        layers.push(landlock_layer(Stage::Loading));
+        apply(&filters.loader)?;
+        layers.push("seccomp (the loader's allow list while loading)".to_string());
+        entered.layers = layers;
+    } else {
+        entered.layers = layers;
+        entered.seal()?;
     }
-    Ok(())
+    Ok(entered)
+}
+
+/// The worker's plugin file, when it loads the file itself, at a fixed number.
+const PLUGIN_FD: i32 = 5;
+
+/// The path the worker's dynamic loader opens the plugin file by: its descriptor, so that the
+/// bytes loaded are the bytes memplan checked and hashed. Named through the worker's own
+/// process id, not `/proc/self`: the dynamic loader takes a path it has loaded before for the
+/// library it loaded then, and memplan loads its own plugins as `/proc/self/fd/N` (the same
+/// `/proc/self/fd/5` would give the worker one of those instead of its file).
+pub fn plugin_path() -> std::path::PathBuf {
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    std::path::PathBuf::from(format!("/proc/{pid}/fd/{PLUGIN_FD}"))
+}
+
+/// Empties the worker's environment before any plugin code runs in it: the host's variables
+/// (tokens, keys, paths) are none of a planner's business. The strings themselves are zeroed,
+/// not only unlinked, since a planner could read its own memory: the worker's copy of the
+/// process's initial stack (where `/proc/self/environ` points) holds them too.
+fn clear_environment() {
+    extern "C" {
+        static mut environ: *mut *mut libc::c_char;
+    }
+    // SAFETY: the worker is single-threaded here; every entry of `environ` is a NUL-terminated
+    // string in writable memory (the initial stack, or the C library's own copies).
+    unsafe {
+        let mut entry = environ;
+        while !entry.is_null() && !(*entry).is_null() {
+            let text = *entry;
+            std::ptr::write_bytes(text, 0, libc::strlen(text));
+            entry = entry.add(1);
+        }
+        libc::clearenv();
+    }
 }
 
 fn open(path: &str, flags: libc::c_int) -> Result<i32, String> {
@@ -237,23 +471,53 @@ fn install_violation_handler() -> Result<(), String> {
     Ok(())
 }
 
-/// The `SIGSYS` handler: writes the violation on the reply pipe and ends the worker. Only
-/// async-signal-safe calls (`write`, `_exit`), no allocation.
+/// The `SIGSYS` handler. A `newfstatat` with an empty path and `AT_EMPTY_PATH` — `fstat` of a
+/// descriptor the worker holds, as the C library issues it — is answered with `fstat` (see
+/// [`allow_list`]); any other trapped call writes the violation on the reply pipe and ends
+/// the worker. Only async-signal-safe calls (`syscall`, `write`, `_exit`), no allocation.
 extern "C" fn on_violation(
     _signal: libc::c_int,
     info: *mut libc::siginfo_t,
     context: *mut libc::c_void,
 ) {
+    // SAFETY: the kernel passes a valid siginfo for SIGSYS (the system call number and the
+    // architecture sit after the faulting address, as in `struct siginfo._sigsys`) and the
+    // thread's ucontext.
+    let (syscall, arch, args) = unsafe {
+        let fields = (info as *const u8).add(16);
+        let number = fields.add(std::mem::size_of::<usize>());
+        let syscall = *(number as *const i32);
+        let arch = *(number.add(4) as *const u32);
+        (syscall as u32, arch, arguments(context))
+    };
+    if arch == NATIVE_ARCH && i64::from(syscall) == libc::SYS_newfstatat {
+        let [fd, path, stat, flags] = args;
+        // SAFETY: a path the caller passes is readable, or the call would fault anyway; the
+        // fstat writes where the caller asked the kernel to.
+        let empty_path = path != 0 && unsafe { *(path as *const u8) } == 0;
+        if empty_path && flags & libc::AT_EMPTY_PATH as u64 != 0 {
+            // SAFETY: errno is the thread's own; fstat of a descriptor writes one stat.
+            unsafe {
+                let errno = libc::__errno_location();
+                let saved = *errno;
+                let result = libc::syscall(libc::SYS_fstat, fd as libc::c_int, stat);
+                let value = if result < 0 {
+                    -i64::from(*errno)
+                } else {
+                    result
+                };
+                *errno = saved;
+                set_result(context, value);
+            }
+            return;
+        }
+    }
     if !VIOLATION_REPORTED.swap(true, Ordering::SeqCst) {
-        // SAFETY: the kernel passes a valid siginfo for SIGSYS (the system call number sits
-        // after the faulting address, as in `struct siginfo._sigsys`) and the thread's
-        // ucontext.
-        let (syscall, args) = unsafe {
-            let fields = (info as *const u8).add(16);
-            let syscall = *(fields.add(std::mem::size_of::<usize>()) as *const i32);
-            (syscall as u32, first_arguments(context))
-        };
-        let record = super::wire::encode_violation(&Violation { syscall, args });
+        let record = super::wire::encode_violation(&Violation {
+            syscall,
+            arch,
+            args: [args[0], args[1]],
+        });
         // SAFETY: write of a stack buffer to the reply pipe.
         unsafe { libc::write(REPLY_FD, record.as_ptr().cast(), record.len()) };
     }
@@ -261,21 +525,34 @@ extern "C" fn on_violation(
     unsafe { libc::_exit(VIOLATION_EXIT_CODE) }
 }
 
-/// The first two arguments of the trapped call, from the registers saved in `context`.
+/// The first four arguments of the trapped call, from the registers saved in `context`.
 #[cfg(target_arch = "x86_64")]
-unsafe fn first_arguments(context: *mut libc::c_void) -> [u64; 2] {
+unsafe fn arguments(context: *mut libc::c_void) -> [u64; 4] {
     let context = &*(context as *const libc::ucontext_t);
     let registers = &context.uc_mcontext.gregs;
-    [
-        registers[libc::REG_RDI as usize] as u64,
-        registers[libc::REG_RSI as usize] as u64,
-    ]
+    [libc::REG_RDI, libc::REG_RSI, libc::REG_RDX, libc::REG_R10]
+        .map(|register| registers[register as usize] as u64)
 }
 
 #[cfg(target_arch = "aarch64")]
-unsafe fn first_arguments(context: *mut libc::c_void) -> [u64; 2] {
+unsafe fn arguments(context: *mut libc::c_void) -> [u64; 4] {
     let context = &*(context as *const libc::ucontext_t);
-    [context.uc_mcontext.regs[0], context.uc_mcontext.regs[1]]
+    let registers = &context.uc_mcontext.regs;
+    [registers[0], registers[1], registers[2], registers[3]]
+}
+
+/// Makes the trapped call return `value` (a result, or minus an errno) when the handler
+/// returns.
+#[cfg(target_arch = "x86_64")]
+unsafe fn set_result(context: *mut libc::c_void, value: i64) {
+    let context = &mut *(context as *mut libc::ucontext_t);
+    context.uc_mcontext.gregs[libc::REG_RAX as usize] = value;
+}
+
+#[cfg(target_arch = "aarch64")]
+unsafe fn set_result(context: *mut libc::c_void, value: i64) {
+    let context = &mut *(context as *mut libc::ucontext_t);
+    context.uc_mcontext.regs[0] = value as u64;
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -283,24 +560,108 @@ const ARCH: seccompiler::TargetArch = seccompiler::TargetArch::x86_64;
 #[cfg(target_arch = "aarch64")]
 const ARCH: seccompiler::TargetArch = seccompiler::TargetArch::aarch64;
 
-/// The two filters: `clone3` answers ENOSYS (its flags sit in memory, where a filter cannot
-/// read them; the C library then uses `clone`), and the allow list, which traps the rest.
-fn filters(memory_bytes: u64) -> Result<(BpfProgram, BpfProgram), String> {
+/// The `AUDIT_ARCH_*` value of this machine's own system-call interface.
+#[cfg(target_arch = "x86_64")]
+const NATIVE_ARCH: u32 = 0xc000_003e;
+#[cfg(target_arch = "aarch64")]
+const NATIVE_ARCH: u32 = 0xc000_00b7;
+
+/// `SECCOMP_RET_TRAP`, `SECCOMP_RET_KILL_PROCESS`.
+const RET_TRAP: u32 = 0x0003_0000;
+const RET_KILL_PROCESS: u32 = 0x8000_0000;
+
+/// seccompiler's filters start by killing the process at a system call made through another
+/// interface than the machine's own (on x86-64, the 32-bit `int 0x80`): the worker would then
+/// die of `SIGSYS` without a word, which reads like a call made with signals blocked. This
+/// makes that first check trap instead, so that the violation handler names it.
+fn trap_foreign_calls(mut program: BpfProgram) -> BpfProgram {
+    const BPF_RET_K: u16 = 0x06;
+    for instruction in program.iter_mut().take(3) {
+        if instruction.code == BPF_RET_K && instruction.k == RET_KILL_PROCESS {
+            instruction.k = RET_TRAP;
+        }
+    }
+    program
+}
+
+/// The filters: calls that answer ENOSYS, `clone3` (its flags sit in memory, where a filter
+/// cannot read them; the C library then uses `clone`) and `statx` (it takes a path; the C
+/// library and Rust then use `fstat`); the loader's list (while a third-party plugin file is
+/// loaded in the worker, see [`Stage::Loading`]); and the planner's allow list, which traps
+/// the rest.
+fn filters(memory_bytes: u64) -> Result<Filters, String> {
     let compile = |filter: Result<SeccompFilter, seccompiler::BackendError>| {
         filter
             .and_then(BpfProgram::try_from)
+            .map(trap_foreign_calls)
             .map_err(|error| format!("cannot build the system-call filter: {error}"))
     };
-    let clone3 = compile(SeccompFilter::new(
-        BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+    let not_implemented = compile(SeccompFilter::new(
+        BTreeMap::from([
+            (libc::SYS_clone3, Vec::new()),
+            (libc::SYS_statx, Vec::new()),
+        ]),
         SeccompAction::Allow,
         SeccompAction::Errno(libc::ENOSYS as u32),
         ARCH,
     ))?;
-    let allowed = compile(allow_list(memory_bytes).and_then(|rules| {
+    let planner = compile(allow_list(memory_bytes).and_then(|rules| {
         SeccompFilter::new(rules, SeccompAction::Trap, SeccompAction::Allow, ARCH)
     }))?;
-    Ok((clone3, allowed))
+    let loader = compile(loader_list(memory_bytes).and_then(|rules| {
+        SeccompFilter::new(rules, SeccompAction::Trap, SeccompAction::Allow, ARCH)
+    }))?;
+    Ok(Filters {
+        not_implemented,
+        loader,
+        planner,
+    })
+}
+
+/// The compiled system-call filters of [`filters`].
+struct Filters {
+    not_implemented: BpfProgram,
+    loader: BpfProgram,
+    planner: BpfProgram,
+}
+
+/// What a worker that loads its plugin file itself may do on top of the planner's allow list
+/// while it loads it: open files for reading (the file itself, through `/proc/self/fd`; the
+/// libraries it needs that memplan has not loaded), read them, map them executable, and set up
+/// the next layers of the sandbox (Landlock, the planner's filter). Writing, creating, network,
+/// processes: refused as for the planner. Landlock, where the kernel has it, narrows the
+/// reading to the plugin file and the system's library directories.
+fn loader_list(
+    memory_bytes: u64,
+) -> Result<BTreeMap<i64, Vec<SeccompRule>>, seccompiler::BackendError> {
+    let mut rules = allow_list(memory_bytes)?;
+    let read_only = (libc::O_ACCMODE | libc::O_CREAT | libc::O_TRUNC | libc::O_APPEND) as u64;
+    rules.insert(
+        libc::SYS_openat,
+        vec![SeccompRule::new(vec![SeccompCondition::new(
+            2,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::MaskedEq(read_only),
+            0,
+        )?])?],
+    );
+    for syscall in [
+        libc::SYS_landlock_create_ruleset,
+        libc::SYS_landlock_restrict_self,
+        libc::SYS_seccomp,
+    ] {
+        rules.insert(syscall, Vec::new());
+    }
+    rules
+        .entry(libc::SYS_prctl)
+        .or_default()
+        .push(SeccompRule::new(vec![SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            libc::PR_SET_NO_NEW_PRIVS as u64,
+        )?])?);
+    Ok(rules)
 }
 
 /// The system calls a planner may make, each unconditionally (no rules) or when one of its
@@ -357,7 +718,9 @@ fn allow_list(
         libc::SYS_restart_syscall,
         libc::SYS_getrusage,
         libc::SYS_fstat,
+        // Answered ENOSYS by the first filter.
         libc::SYS_clone3,
+        libc::SYS_statx,
     ] {
         rules.insert(syscall, Vec::new());
     }
@@ -413,16 +776,10 @@ fn allow_list(
             when(vec![(0, Dword, SeccompCmpOp::Eq, libc::PR_GET_NAME as u64)])?,
         ],
     );
-    // fstat through fstatat(fd, "", AT_EMPTY_PATH), as the C library does it.
-    rules.insert(
-        libc::SYS_newfstatat,
-        vec![when(vec![(
-            3,
-            Dword,
-            SeccompCmpOp::MaskedEq(libc::AT_EMPTY_PATH as u64),
-            libc::AT_EMPTY_PATH as u64,
-        )])?],
-    );
+    // Not `newfstatat`, although the C library's `fstat` is `newfstatat(fd, "",
+    // AT_EMPTY_PATH)`: with a path that is not empty it looks the path up, and a filter cannot
+    // read the path. It traps, and the violation handler answers the empty-path form itself
+    // with `fstat` (which takes no path).
     Ok(rules)
 }
 
@@ -445,6 +802,14 @@ fn thread_count() -> Option<u32> {
 /// What a violation means, for the user: "tried to ..." and what it reveals.
 pub fn describe(violation: &Violation, memory_bytes: u64) -> String {
     let [first, second] = violation.args;
+    if violation.arch != NATIVE_ARCH {
+        return format!(
+            "made a system call through another interface than this machine's own (the \
+             32-bit `int 0x80` on x86-64: architecture {:#x}, system call {}), which the \
+             sandbox does not allow",
+            violation.arch, violation.syscall
+        );
+    }
     let call = syscall_name(violation.syscall);
     let number = i64::from(violation.syscall);
     let what = match number {
@@ -490,8 +855,8 @@ pub fn describe(violation: &Violation, memory_bytes: u64) -> String {
             return format!(
                 "tried to allocate {} at once ({call}), over its memory limit of {} \
                  (--plan-memory-limit)",
-                bytes(size),
-                bytes(memory_bytes)
+                super::size_text(size),
+                super::size_text(memory_bytes)
             );
         }
         n if n == libc::SYS_rt_sigaction => "tried to take over the sandbox's signal handler",
@@ -516,19 +881,6 @@ fn is_legacy_fork(n: i64) -> bool {
 #[cfg(not(target_arch = "x86_64"))]
 fn is_legacy_fork(_n: i64) -> bool {
     false
-}
-
-/// "12.5 GiB", "512 MiB", "4096 bytes" (binary units, as `--plan-memory-limit` reads them).
-fn bytes(count: u64) -> String {
-    const GIB: u64 = 1 << 30;
-    const MIB: u64 = 1 << 20;
-    if count >= GIB {
-        format!("{:.1} GiB", count as f64 / GIB as f64)
-    } else if count >= MIB {
-        format!("{:.1} MiB", count as f64 / MIB as f64)
-    } else {
-        format!("{count} bytes")
-    }
 }
 
 /// The name of system call `number` where memplan knows it, else "system call N".
@@ -595,16 +947,19 @@ mod tests {
     fn violations_say_what_the_planner_tried() {
         let open = Violation {
             syscall: libc::SYS_openat as u32,
+            arch: NATIVE_ARCH,
             args: [0, 0],
         };
         assert_eq!(describe(&open, 1 << 30), "tried to open a file (openat)");
         let stdout = Violation {
             syscall: libc::SYS_write as u32,
+            arch: NATIVE_ARCH,
             args: [1, 0],
         };
         assert!(describe(&stdout, 1 << 30).starts_with("tried to write on standard output"));
         let huge = Violation {
             syscall: libc::SYS_mmap as u32,
+            arch: NATIVE_ARCH,
             args: [0, 50 << 30],
         };
         assert_eq!(
@@ -614,6 +969,7 @@ mod tests {
         );
         let unknown = Violation {
             syscall: 9999,
+            arch: NATIVE_ARCH,
             args: [0, 0],
         };
         assert_eq!(
@@ -623,9 +979,30 @@ mod tests {
     }
 
     #[test]
-    fn the_filters_compile_for_this_machine() {
-        let (clone3, allowed) = filters(1 << 30).unwrap();
-        assert!(!clone3.is_empty() && !allowed.is_empty());
+    fn a_call_through_the_32_bit_interface_is_named_as_such() {
+        let legacy = Violation {
+            syscall: 20,
+            arch: 0x4000_0003,
+            args: [0, 0],
+        };
+        let what = describe(&legacy, 1 << 30);
+        assert!(what.contains("int 0x80"), "{what}");
+        assert!(!what.contains("start a process"), "{what}");
+    }
+
+    #[test]
+    fn the_filters_compile_for_this_machine_and_trap_foreign_calls() {
+        let filters = filters(1 << 30).unwrap();
+        for program in [&filters.not_implemented, &filters.loader, &filters.planner] {
+            assert!(!program.is_empty());
+            // The architecture check traps (so the handler names the call), never kills.
+            assert!(program[..3]
+                .iter()
+                .any(|instruction| instruction.k == RET_TRAP));
+            assert!(!program[..3]
+                .iter()
+                .any(|instruction| instruction.k == RET_KILL_PROCESS));
+        }
     }
 
     #[test]

@@ -305,17 +305,16 @@ pub fn write_reply(reply: &WorkerReply, sink: &mut impl std::io::Write) -> std::
                     out.0.clear();
                 }
             }
-            out.str(&plan.summary);
+            out.str(&capped_text(&plan.summary));
         }
         WorkerReply::Error(error) => {
             out.u8(1);
             out.u8(error_kind_code(error.kind));
-            out.str(&error.message);
+            out.str(&capped_text(&error.message));
         }
-        WorkerReply::Failed { exit_code, message } => {
+        WorkerReply::Failed { message } => {
             out.u8(2);
-            out.u8(*exit_code);
-            out.str(message);
+            out.str(&capped_text(message));
         }
         // Its own fixed form, magic included.
         WorkerReply::Violation(violation) => return sink.write_all(&encode_violation(violation)),
@@ -330,13 +329,49 @@ pub fn encode_violation(violation: &Violation) -> [u8; VIOLATION_BYTES] {
     bytes[..8].copy_from_slice(REPLY_MAGIC);
     bytes[8] = 3;
     bytes[9..13].copy_from_slice(&violation.syscall.to_le_bytes());
-    bytes[13..21].copy_from_slice(&violation.args[0].to_le_bytes());
-    bytes[21..29].copy_from_slice(&violation.args[1].to_le_bytes());
+    bytes[13..17].copy_from_slice(&violation.arch.to_le_bytes());
+    bytes[17..25].copy_from_slice(&violation.args[0].to_le_bytes());
+    bytes[25..33].copy_from_slice(&violation.args[1].to_le_bytes());
     bytes
 }
 
-/// Magic, kind, system call number, two arguments.
-pub const VIOLATION_BYTES: usize = 8 + 1 + 4 + 8 + 8;
+/// Magic, kind, system call number, architecture, two arguments.
+pub const VIOLATION_BYTES: usize = 8 + 1 + 4 + 4 + 8 + 8;
+
+/// The most bytes of text a reply carries (a plan's summary, an error's message): the worker
+/// cuts longer text there, so that a reply's size is bounded by its request ([`reply_bound`]).
+pub const TEXT_CAP: usize = 64 << 10;
+
+/// The most bytes one allocation takes: flags, tensor, arena (role and two numbers), two
+/// offsets and a size, each number at most ten LEB128 bytes (five for 32-bit ones).
+const ALLOCATION_BYTES: usize = 1 + 5 + 1 + 5 + 5 + 10 + 10 + 10;
+
+/// The most bytes a reply with at most `arenas` arenas and `allocations` allocations can take:
+/// what the host reads from a worker before it stops it (a planner writing without end on its
+/// reply pipe would otherwise make memplan hold all it wrote).
+pub fn reply_bound(arenas: usize, allocations: usize) -> usize {
+    let header = REPLY_MAGIC.len() + 1;
+    let text = 8 + TEXT_CAP;
+    let body = (8 + arenas.saturating_mul(25))
+        .saturating_add(8 + allocations.saturating_mul(ALLOCATION_BYTES));
+    header
+        .saturating_add(body.max(1 + text))
+        .saturating_add(text)
+        .max(VIOLATION_BYTES)
+}
+
+/// `text` cut to at most [`TEXT_CAP`] bytes at a character boundary, saying so.
+pub fn capped_text(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= TEXT_CAP {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    const CUT: &str = " [... cut by memplan]";
+    let mut end = TEXT_CAP - CUT.len();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}{CUT}", &text[..end]))
+}
 
 /// Room for the allocations of a reply, its memory already written once: a new vector of a
 /// million allocations is 40 MB of pages the kernel hands out on first touch (about 20 ms
@@ -430,11 +465,11 @@ pub fn decode_reply_into(bytes: &[u8], room: AllocationRoom) -> Decoded<WorkerRe
             message: RString::from(input.str()?),
         }),
         2 => WorkerReply::Failed {
-            exit_code: input.u8()?,
             message: input.str()?.to_string(),
         },
         3 => WorkerReply::Violation(Violation {
             syscall: input.u32()?,
+            arch: input.u32()?,
             args: [input.u64()?, input.u64()?],
         }),
         other => return Err(WireError(format!("reply kind {other}"))),
@@ -510,11 +545,11 @@ mod tests {
             WorkerReply::Plan(varied),
             WorkerReply::Error(PlanError::new(PlanErrorKind::DoesNotFit, "too big")),
             WorkerReply::Failed {
-                exit_code: 4,
                 message: "not loaded".into(),
             },
             WorkerReply::Violation(Violation {
                 syscall: 257,
+                arch: 0x4000_0003,
                 args: [u64::MAX, 7],
             }),
         ] {
@@ -525,6 +560,48 @@ mod tests {
                 assert_eq!(format!("{decoded:?}"), format!("{reply:?}"));
             }
         }
+    }
+
+    #[test]
+    fn a_reply_never_takes_more_than_its_bound() {
+        // The widest allocations there are, a summary and a message beyond the cap.
+        let widest = Allocation {
+            tensor: u32::MAX,
+            binding: Binding {
+                role: ArenaRole::Constant,
+                memory: u32::MAX,
+                source_memory: u32::MAX,
+                offset: u64::MAX,
+            },
+            offset: u64::MAX - 1,
+            size: u64::MAX,
+        };
+        let arena = Arena {
+            role: ArenaRole::Constant,
+            memory: u32::MAX,
+            source_memory: u32::MAX,
+            size: u64::MAX,
+            alignment: u64::MAX,
+        };
+        let long = "ü".repeat(TEXT_CAP);
+        let plan = MemoryPlan {
+            arenas: RVec::from(vec![arena; 3]),
+            allocations: RVec::from(vec![widest; 100]),
+            summary: RString::from(long.as_str()),
+        };
+        let bytes = encode_reply(&WorkerReply::Plan(plan));
+        assert!(bytes.len() <= reply_bound(3, 100), "{}", bytes.len());
+        assert!(decode_reply(&bytes).is_ok());
+        for reply in [
+            WorkerReply::Error(PlanError::new(PlanErrorKind::Failed, long.as_str())),
+            WorkerReply::Failed {
+                message: long.clone(),
+            },
+        ] {
+            let bytes = encode_reply(&reply);
+            assert!(bytes.len() <= reply_bound(0, 0), "{}", bytes.len());
+        }
+        assert!(capped_text(&long).ends_with("[... cut by memplan]"));
     }
 
     #[test]
@@ -582,7 +659,6 @@ mod tests {
             let _ = decode_reply(&damaged);
         }
         let reply = encode_reply(&WorkerReply::Failed {
-            exit_code: 4,
             message: "x".into(),
         });
         let mut huge_count = reply.clone();
