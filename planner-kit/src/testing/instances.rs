@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use memplan_plugin_api::abi_stable::std_types::{RString, RVec};
-use memplan_plugin_api::bounds::{align_up, lower_bound};
+use memplan_plugin_api::bounds::align_up;
 use memplan_plugin_api::{Lifetime, PlanRequest, TensorKind, TensorRequest};
 
 use super::{buffer, memory, tensor};
@@ -118,16 +118,6 @@ pub fn minimalloc_csv(buffers: &[Buffer]) -> String {
     text
 }
 
-/// The lower bound of one arena holding `buffers`, each size rounded to its alignment (the
-/// figure `memplan bench` prints beside a height).
-pub fn aligned_lower_bound(buffers: &[Buffer]) -> u64 {
-    lower_bound(
-        buffers
-            .iter()
-            .map(|b| (align_up(b.size, b.alignment), b.lifetime)),
-    )
-}
-
 /// `$MEMPLAN_CORPUS/sub`, when `MEMPLAN_CORPUS` is set (panics if it is set but the folder is
 /// missing: corpus tests must not skip silently then).
 pub fn corpus_dir(sub: &str) -> Option<PathBuf> {
@@ -202,6 +192,7 @@ pub fn rectangle_cut(width: u64, steps: u32, pieces: usize, seed: u64) -> Vec<Bu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use memplan_plugin_api::bounds::lower_bound;
 
     #[test]
     fn cut_pieces_tile_the_rectangle() {

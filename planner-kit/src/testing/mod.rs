@@ -22,7 +22,7 @@ pub use crate::random::XorShift64Star;
 
 mod instances;
 pub use instances::{
-    aligned_lower_bound, buffers_from_rows, corpus_dir, minimalloc_csv, model_like_trace,
+    buffers_from_rows, corpus_dir, minimalloc_csv, model_like_trace,
     rectangle_cut, single_memory_request, tflm_greedy_medium,
 };
 

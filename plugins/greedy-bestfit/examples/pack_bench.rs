@@ -24,10 +24,10 @@ use std::time::{Duration, Instant};
 
 use memplan_planner_greedy_bestfit::GreedyBestFit;
 use memplan_planner_kit::testing::{
-    aligned_lower_bound, buffers_from_rows, minimalloc_csv, model_like_trace,
+    buffers_from_rows, minimalloc_csv, model_like_trace,
     single_memory_request, thread_cpu_time,
 };
-use memplan_planner_kit::Buffer;
+use memplan_planner_kit::{arena_lower_bound, Buffer};
 use memplan_plugin_api::{HostContext, MemoryPlan, PlanRequest, Planner};
 
 /// One corpus file's buffers, read by the host's MiniMalloc reader.
@@ -106,7 +106,7 @@ fn print_row(name: &str, buffers: &[Buffer], options: &str, timings: &Timings) {
         .map(|a| a.offset + a.size)
         .max()
         .unwrap_or(0);
-    let bound = aligned_lower_bound(buffers);
+    let bound = arena_lower_bound(buffers);
     let (wall, cpu) = timings.medians();
     println!(
         "{name:<46} {options:<16} {:>9} {height:>10} {bound:>10} {:>7.4} {:>10.2} {:>10.2}",

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use memplan_planner_greedy_bestfit::GreedyPacker;
 use memplan_planner_kit::testing::{
-    aligned_lower_bound, assert_valid_packing, buffers_from_rows, corpus_dir,
+    assert_valid_packing, buffers_from_rows, corpus_dir,
 };
-use memplan_planner_kit::{Buffer, Packer};
+use memplan_planner_kit::{arena_lower_bound, Buffer, Packer};
 use memplan_plugin_api::HostContext;
 
 /// One corpus file's buffers, read by the host's MiniMalloc reader.
@@ -68,7 +68,7 @@ fn best_fit_is_within_1_45_of_the_lower_bound_on_minimalloc_instances() {
     );
     for path in files {
         let buffers = read_buffers(&path);
-        let (height, bound) = (pack(&buffers, "{}"), aligned_lower_bound(&buffers));
+        let (height, bound) = (pack(&buffers, "{}"), arena_lower_bound(&buffers));
         assert!(
             height as f64 <= 1.45 * bound as f64,
             "{}: height {height} > 1.45 x lower bound {bound}",
