@@ -165,13 +165,17 @@ mod tests {
 
     #[test]
     fn flags_are_booleans() {
-        let mut options = PlannerOptions::parse("p", r#"{"on": true, "off": false, "no": 0}"#)
-            .unwrap();
+        let mut options =
+            PlannerOptions::parse("p", r#"{"on": true, "off": false, "no": 0}"#).unwrap();
         assert_eq!(options.take_bool("on").unwrap(), Some(true));
         assert_eq!(options.take_bool("off").unwrap(), Some(false));
         assert_eq!(options.take_bool("absent").unwrap(), None);
         let error = options.take_bool("no").unwrap_err();
-        assert!(error.message.contains("`no` must be true or false"), "{}", error.message);
+        assert!(
+            error.message.contains("`no` must be true or false"),
+            "{}",
+            error.message
+        );
     }
 
     #[test]

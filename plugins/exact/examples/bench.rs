@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use memplan_planner_exact::problem::Problem;
 use memplan_planner_exact::search::Deadline;
 use memplan_planner_exact::{greedy, ExactOptions, ExactPacker};
-use memplan_planner_kit::testing::{buffers_from_rows, rectangle_cut};
+use memplan_planner_kit::testing::{read_minimalloc, rectangle_cut};
 use memplan_planner_kit::{arena_lower_bound, Buffer, Packer};
 use memplan_plugin_api::HostContext;
 
@@ -40,12 +40,7 @@ fn load(instance: &str) -> Result<Vec<Buffer>, String> {
             seed,
         ));
     }
-    // The host's MiniMalloc reader (the one reader, with its messages); rows have lifetimes.
-    let model = memplan::input::read_model(instance.as_ref()).map_err(|error| error.to_string())?;
-    Ok(buffers_from_rows(model.tensors.iter().map(|tensor| {
-        let lifetime = tensor.lifetime.expect("MiniMalloc rows have lifetimes");
-        (tensor.size, tensor.alignment, lifetime, tensor.fixed_offset)
-    })))
+    read_minimalloc(instance.as_ref())
 }
 
 fn greedy_height(buffers: &[Buffer]) -> u64 {
@@ -67,7 +62,9 @@ fn main() -> Result<(), String> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mut options = ExactOptions::default();
     if let Some(position) = args.iter().position(|arg| arg == "--options") {
-        let json = args.get(position + 1).ok_or("--options needs a JSON object")?;
+        let json = args
+            .get(position + 1)
+            .ok_or("--options needs a JSON object")?;
         options = ExactOptions::parse(json).map_err(|error| error.message.to_string())?;
         args.drain(position..position + 2);
     }

@@ -142,7 +142,10 @@ mod tests {
                 .time_limit,
             Duration::from_millis(2500)
         );
-        assert_eq!(ExactOptions::parse("").expect("empty"), ExactOptions::default());
+        assert_eq!(
+            ExactOptions::parse("").expect("empty"),
+            ExactOptions::default()
+        );
         let error = ExactOptions::parse("{\"time_limit\": 2}").unwrap_err();
         assert_eq!(
             error.kind,

@@ -57,7 +57,6 @@ impl ExactPacker {
     }
 }
 
-
 impl Packer for ExactPacker {
     fn pack(&self, buffers: &[Buffer], context: &HostContext) -> Result<Packing, PlanError> {
         self.pack_within(buffers, None, context)
@@ -198,7 +197,8 @@ fn note(outcome: &Outcome, height: u64, bound: u64, unit: u64, elapsed: Duration
 mod tests {
     use super::*;
     use memplan_planner_kit::testing::{
-        assert_valid_packing, buffer, buffers_from_rows, rectangle_cut, tflm_greedy_medium,
+        assert_valid_packing, buffer, corpus_dir, read_minimalloc, rectangle_cut,
+        tflm_greedy_medium,
     };
     use memplan_planner_kit::FixedOffset;
 
@@ -225,13 +225,9 @@ mod tests {
     fn tflm_greedy_medium_is_packed_at_its_lower_bound() {
         // TFLM's greedy_medium_test (TFLM's greedy planner needs 90).
         let mut cases = vec![tflm_greedy_medium()];
-        if let Ok(corpus) = std::env::var("MEMPLAN_CORPUS") {
-            let path = std::path::Path::new(&corpus).join("tflm-traces/greedy_medium_test.csv");
-            let model = memplan::input::read_model(&path).expect("the corpus has the TFLM traces");
-            cases.push(buffers_from_rows(model.tensors.iter().map(|tensor| {
-                let lifetime = tensor.lifetime.expect("CSV rows have lifetimes");
-                (tensor.size, tensor.alignment, lifetime, tensor.fixed_offset)
-            })));
+        if let Some(traces) = corpus_dir("tflm-traces") {
+            let path = traces.join("greedy_medium_test.csv");
+            cases.push(read_minimalloc(&path).expect("the corpus has the TFLM traces"));
         }
         for buffers in cases {
             let packing = pack(&buffers, 10.0);
@@ -303,7 +299,11 @@ mod tests {
         }
         let started = Instant::now();
         let packing = pack_with(none, Duration::from_secs(600));
-        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
         assert_eq!(packing.height, start, "{}", packing.note);
         assert!(packing.note.contains("(0 nodes"), "{}", packing.note);
     }
