@@ -16,7 +16,9 @@
 //!
 //! [`cli`] parses the command line and resolves it into a checked configuration; [`main`]
 //! dispatches it to [`commands`], which wire the stages for each subcommand; [`report`] prints
-//! what they found; [`allocator`] keeps freed memory for reuse during the run.
+//! what they found; [`allocator`] keeps freed memory for reuse during the run; [`placement`]
+//! holds the placement helpers several stages share (the collision sweep, TFLM's planner
+//! simulated).
 
 pub mod allocator;
 pub mod analyze;
@@ -27,6 +29,7 @@ pub mod emit;
 pub mod error;
 pub mod input;
 pub mod json_layout;
+pub mod placement;
 pub mod plan_file;
 pub mod registry;
 pub mod render;

@@ -13,8 +13,6 @@ pub mod aliases;
 mod fit;
 mod fixed;
 pub mod lifetimes;
-pub mod sweep;
-pub mod tflm_greedy;
 
 use std::collections::HashSet;
 use std::path::PathBuf;

@@ -58,6 +58,7 @@ impl Checker<'_> {
         arena_index: &ArenaIndex,
         allocation_of: &[Option<usize>],
     ) -> Vec<Vec<Slot>> {
+        let first_scratch = self.request.first_scratch_memory();
         // Sized per arena up front: at a million tensors, growing the vectors costs more
         // than this extra pass.
         let mut capacities = vec![0usize; self.plan.arenas.len()];
@@ -161,14 +162,25 @@ impl Checker<'_> {
                         .arena(arena_name),
                 );
             }
-            if let Some(memory) = tensor.memory.into_option() {
+            // A tensor with a fixed offset and no memory belongs in the first memory of the
+            // scratch order (the ABI's rule, `TensorRequest::fixed_offset`).
+            let fixed_home = (tensor.memory.is_none() && tensor.fixed_offset.is_some())
+                .then_some(first_scratch)
+                .flatten();
+            if let Some(memory) = tensor.memory.into_option().or(fixed_home) {
                 if binding.memory != memory {
                     let name = self.tensor_name(tensor_index);
                     let arena_name =
                         self.arena_name(binding.role, binding.memory, binding.source_memory);
                     let subject = self.described(tensor_index);
+                    let why = if fixed_home.is_some() {
+                        "(it has a fixed offset and no memory: the first memory of the scratch \
+                         order)"
+                    } else {
+                        "as the request says"
+                    };
                     let message = format!(
-                        "{subject} must be placed in {} as the request says, but is \
+                        "{subject} must be placed in {} {why}, but is \
                          bound to the {arena_name} at offset {}; the planner must keep the \
                          memory the request gives",
                         self.memory_name(memory),

@@ -63,23 +63,10 @@ impl<'a> KitState<'a> {
         context: &'a HostContext,
         inventory: Inventory,
     ) -> KitState<'a> {
-        let mut ordered: Vec<(u32, u32)> = request
-            .memories
-            .iter()
-            .enumerate()
-            .filter(|(_, memory)| memory.writable)
-            .filter_map(|(index, memory)| {
-                memory
-                    .scratch_order
-                    .into_option()
-                    .map(|order| (order, index as u32))
-            })
-            .collect();
-        ordered.sort_unstable();
         KitState {
             request,
             context,
-            scratch_order: ordered.into_iter().map(|(_, index)| index).collect(),
+            scratch_order: request.scratch_order(),
             used: vec![0; request.memories.len()],
             inventory,
             arenas: Vec::new(),

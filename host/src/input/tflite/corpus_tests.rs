@@ -1,14 +1,14 @@
 //! The reader against the real models of the shared corpus (`MEMPLAN_CORPUS`, see
 //! `data/models/README.md`): planning their scratch tensors and kernel scratch buffers the way
-//! TFLite Micro's greedy planner does (`analyze::tflm_greedy`) must give exactly the arena
+//! TFLite Micro's greedy planner does (`placement::tflm_greedy`) must give exactly the arena
 //! head TFLite Micro itself measured (`tflm_head`).
 
 use std::path::{Path, PathBuf};
 
 use super::read_tflite;
 use crate::analyze::lifetimes::tflite_micro::resolve;
-use crate::analyze::tflm_greedy::{tflm_head, TflmBuffer};
 use crate::input::model::{Lifetime, Model, TensorKind};
+use crate::placement::tflm_greedy::{tflm_head, TflmBuffer};
 use memplan_plugin_api::ArenaRole;
 
 /// `tflm_head` of each model, from the corpus README (measured with TFLite Micro).
