@@ -9,12 +9,13 @@ use super::args::{
     PlannersArgs, PluginArgs, TargetArgs, Verbosity,
 };
 use super::parse;
+use crate::cli::planner_options::PlannerOptionsByName;
 use crate::emit;
 use crate::error::{Error, Result};
 use crate::input::Constraints;
-use crate::registry::select::PlannerOptionsByName;
-use crate::registry::{Isolation, RunLimits, TrustPolicy};
+use crate::registry::TrustPolicy;
 use crate::render::{self, RenderOptions};
+use crate::runner::{Isolation, RunLimits};
 
 /// What to run, checked.
 #[derive(Debug)]
@@ -182,7 +183,7 @@ fn bench(args: BenchArgs, verbosity: Verbosity) -> Result<BenchConfig> {
 }
 
 /// `--timeout` and `--plan-memory-limit` (an isolated planner without a timeout gets
-/// [`crate::registry::run::DEFAULT_ISOLATED_TIMEOUT`] when it runs).
+/// [`crate::runner::run::DEFAULT_ISOLATED_TIMEOUT`] when it runs).
 fn run_limits(timeout: Option<f64>, isolation: &IsolationArgs) -> Result<RunLimits> {
     Ok(RunLimits {
         timeout: parse::timeout(timeout)?,
@@ -275,7 +276,7 @@ mod tests {
 
     #[test]
     fn an_isolated_planner_gets_a_default_time_limit() {
-        use crate::registry::run::DEFAULT_ISOLATED_TIMEOUT;
+        use crate::runner::run::DEFAULT_ISOLATED_TIMEOUT;
         assert_eq!(
             plan_limits(&["--isolate"]).for_worker().timeout,
             Some(DEFAULT_ISOLATED_TIMEOUT)

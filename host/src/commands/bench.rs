@@ -1,5 +1,5 @@
 //! `memplan bench INPUTS... --planner a,b,c`: reads each input, measures each planner on it
-//! (`registry::measure`, which says what the figures are) and prints the table
+//! (`selection::measure`, which says what the figures are) and prints the table
 //! (`report::bench`). A progress bar is drawn on stderr when it is a terminal.
 
 use std::io::Write;
@@ -14,9 +14,9 @@ use crate::cli::BenchFormat;
 use crate::error::{Error, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::registry::measure::{measure_planner, BenchRow};
 use crate::registry::Registry;
 use crate::report::bench::{format_csv, format_text, rows_json};
+use crate::selection::measure::{measure_planner, BenchRow};
 
 pub fn run(config: &BenchConfig) -> Result<ExitCode> {
     let planners = &config.planners;

@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 use crate::cli::config::PlanConfig;
 use crate::cli::Format;
 use crate::error::{Error, ErrorKind, Result};
-use crate::registry::select;
 use crate::registry::Registry;
 use crate::report::plan::{self as summary, RunReport};
+use crate::selection;
 use crate::{check, emit, render};
 
 /// Runs `stage` and records how long it took under `name`.
@@ -49,7 +49,7 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
     // The request carries the first planner's options; another planner whose options differ
     // gets a copy with its own (a cost paid only with per-planner options).
     options.set_for(&mut analysis.request, &names[0]);
-    let selection = select::select_plan(names, &analysis.request, |name| {
+    let selection = selection::select_plan(names, &analysis.request, |name| {
         let index = names
             .iter()
             .position(|n| n == name)
@@ -129,7 +129,12 @@ fn wrong_plans_exit(report: &RunReport) -> ExitCode {
     let wrong: Vec<&str> = report
         .candidates
         .iter()
-        .filter(|candidate| matches!(candidate.outcome, select::CandidateOutcome::Rejected { .. }))
+        .filter(|candidate| {
+            matches!(
+                candidate.outcome,
+                selection::CandidateOutcome::Rejected { .. }
+            )
+        })
         .map(|candidate| candidate.planner.as_str())
         .collect();
     if wrong.is_empty() {

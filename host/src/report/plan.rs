@@ -11,8 +11,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::error::ErrorKind;
-use crate::registry::select::{Candidate, CandidateOutcome};
 use crate::render::RenderPlan;
+use crate::selection::{Candidate, CandidateOutcome};
 
 /// What the plan command knows about the run beyond the rendered plan.
 #[derive(Clone, Debug, Default)]
