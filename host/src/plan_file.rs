@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use memplan_plugin_api::abi_stable::std_types::{RString, RVec};
+use abi_stable::std_types::{RString, RVec};
 use memplan_plugin_api::{Allocation, Arena, ArenaRole, Binding, MemoryPlan};
 use serde::{Deserialize, Serialize};
 
@@ -366,7 +366,7 @@ mod tests {
     use super::*;
     use crate::check::check_resolved_plan;
     use crate::error::ErrorKind;
-    use memplan_plugin_api::abi_stable::std_types::{RNone, RSome};
+    use abi_stable::std_types::{RNone, RSome};
     use memplan_plugin_api::{Lifetime, MemoryRequest, PlanRequest, TensorKind, TensorRequest};
 
     fn tensor(id: &str, kind: TensorKind, size: u64) -> TensorRequest {

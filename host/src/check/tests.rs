@@ -1,8 +1,8 @@
 //! One minimal broken plan per contract rule: a valid plan, changed in one place, must fail
 //! with exactly the expected kind and a message naming what is involved.
 
+use abi_stable::std_types::{ROption, RSome, RString, RVec};
 use memplan_planner_kit::testing::{allocation, tensor};
-use memplan_plugin_api::abi_stable::std_types::{ROption, RSome, RString, RVec};
 use memplan_plugin_api::{
     AliasOf, Allocation, Arena, ArenaRole, Binding, MemoryPlan, MemoryRequest, PlanRequest,
     TensorKind,

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use memplan_plugin_api::abi_stable::std_types::RString;
+use abi_stable::std_types::RString;
 use memplan_plugin_api::PlanRequest;
 
 /// `--planner-options`, per planner: a bare JSON object applies to every selected planner;

@@ -388,8 +388,8 @@ mod tests {
     use crate::input::LifetimeRule;
 
     fn corpus_model(name: &str) -> Option<Vec<u8>> {
-        let dir = std::env::var_os("MEMPLAN_CORPUS")?;
-        Some(std::fs::read(Path::new(&dir).join("models").join(name)).expect("corpus model"))
+        let models = memplan_planner_kit::testing::corpus_dir("models")?;
+        Some(std::fs::read(models.join(name)).expect("corpus model"))
     }
 
     fn embedded_offsets(bytes: &[u8]) -> Option<Vec<i32>> {

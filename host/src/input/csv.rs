@@ -94,10 +94,10 @@ mod tests {
 
     #[test]
     fn reads_the_shared_minimalloc_instances() {
-        let Some(corpus) = std::env::var_os("MEMPLAN_CORPUS") else {
+        let Some(instances) = memplan_planner_kit::testing::corpus_dir("minimalloc") else {
             return;
         };
-        let path = Path::new(&corpus).join("minimalloc/A.1048576.csv");
+        let path = instances.join("A.1048576.csv");
         let model = read_minimalloc_csv(&path).unwrap();
         assert_eq!(model.tensors.len(), 154);
     }

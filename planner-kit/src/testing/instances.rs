@@ -130,11 +130,23 @@ pub fn minimalloc_csv(buffers: &[Buffer]) -> String {
     }))
 }
 
+/// The shared corpus, `$MEMPLAN_CORPUS`, when it is set (panics if it is set but is not a
+/// folder: corpus tests must not skip silently then). The one reading of the variable for
+/// every crate's tests.
+pub fn corpus_root() -> Option<PathBuf> {
+    let root = PathBuf::from(std::env::var_os("MEMPLAN_CORPUS")?);
+    assert!(
+        root.is_dir(),
+        "MEMPLAN_CORPUS={} is not a directory",
+        root.display()
+    );
+    Some(root)
+}
+
 /// `$MEMPLAN_CORPUS/sub`, when `MEMPLAN_CORPUS` is set (panics if it is set but the folder is
 /// missing: corpus tests must not skip silently then).
 pub fn corpus_dir(sub: &str) -> Option<PathBuf> {
-    let root = PathBuf::from(std::env::var_os("MEMPLAN_CORPUS")?);
-    let dir = root.join(sub);
+    let dir = corpus_root()?.join(sub);
     assert!(
         dir.is_dir(),
         "MEMPLAN_CORPUS: {} is not a directory",
@@ -142,6 +154,20 @@ pub fn corpus_dir(sub: &str) -> Option<PathBuf> {
     );
     Some(dir)
 }
+
+/// `tflm_head` of the corpus's `models/README.md`: the arena head TFLite Micro plans for each
+/// model (bytes, measured with TFLite Micro), its kernels' scratch buffers included. memplan's
+/// simulation of TFLite Micro's planner must reproduce it, and its planners match or beat it.
+pub const TFLM_HEAD: [(&str, u64); 8] = [
+    ("hello_world_float.tflite", 128),
+    ("hello_world_int8.tflite", 32),
+    ("micro_speech_quantized.tflite", 5968),
+    ("person_detect.tflite", 55296),
+    ("keyword_scrambled.tflite", 672),
+    ("simple_add_model.tflite", 49152),
+    ("kws_ref_model.tflite", 16000),
+    ("vww_96_int8.tflite", 73728),
+];
 
 #[derive(Clone, Copy)]
 struct Piece {
