@@ -47,23 +47,15 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
     let mut check_time = Duration::ZERO;
     let planning_start = Instant::now();
     // The request carries the first planner's options; another planner whose options differ
-    // gets a copy with its own (a cost paid only with per-planner options).
+    // gets a copy with its own (`request_for`).
     options.set_for(&mut analysis.request, &names[0]);
     let selection = selection::select_plan(names, &analysis.request, |name| {
         let index = names
             .iter()
             .position(|n| n == name)
             .expect("name from the list");
-        let own_options;
-        let request = if analysis.request.options.as_str() == options.for_planner(name) {
-            &analysis.request
-        } else {
-            let mut copy = analysis.request.clone();
-            options.set_for(&mut copy, name);
-            own_options = copy;
-            &own_options
-        };
-        let plan = planners[index].execute(request, limits, config.isolate)?;
+        let request = options.request_for(&analysis.request, name);
+        let plan = planners[index].execute(&request, limits, config.isolate)?;
         let check_start = Instant::now();
         let checked = check::check_plan(&analysis, plan).map_err(|violations| {
             let error = Error::from(violations);
