@@ -157,8 +157,7 @@ where
         spare = rest;
         work.push(Mutex::new(Some((part, slots))));
     }
-    let results: Vec<Mutex<Option<Result<ReadPart<T>, FormatError>>>> =
-        work.iter().map(|_| Mutex::new(None)).collect();
+    let results: Vec<PartResult<T>> = work.iter().map(|_| Mutex::new(None)).collect();
     let next_part = AtomicUsize::new(0);
     let read_parts = || {
         while let Some(index) =
@@ -260,6 +259,9 @@ fn split_rows(rows: &str, first_line: usize) -> Vec<Part<'_>> {
         rest = tail;
     }
 }
+
+/// Where the thread that reads a part leaves its result.
+type PartResult<'a, T> = Mutex<Option<Result<ReadPart<'a, T>, FormatError>>>;
 
 /// One part of the rows.
 struct Part<'a> {
