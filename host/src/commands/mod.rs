@@ -28,6 +28,7 @@ pub(crate) fn read_edit_and_analyze(
         target.target.as_deref(),
         target.constraints.clone(),
         target.rules.as_deref(),
+        target.external_io.clone(),
     )?;
     let mut model = input::read_model(model)?;
     edit(&mut model);

@@ -42,6 +42,7 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
         super::read_and_analyze(&config.input, &config.target)
     })?;
     analysis.ensure_plannable()?;
+    crate::render::check_emit_tflite(&analysis, &render_options)?;
 
     // Each candidate plan is checked before it may compete, so a wrong plan never wins.
     let mut check_time = Duration::ZERO;
@@ -49,13 +50,16 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
     // The request carries the first planner's options; another planner whose options differ
     // gets a copy with its own (`request_for`).
     options.set_for(&mut analysis.request, &names[0]);
+    // External tensors are not the planner's: it gets the others, renumbered.
+    let planner_request = analysis.planner_request();
     let selection = selection::select_plan(names, &analysis.request, |name| {
         let index = names
             .iter()
             .position(|n| n == name)
             .expect("name from the list");
-        let request = options.request_for(&analysis.request, name);
+        let request = options.request_for(&planner_request, name);
         let plan = planners[index].execute(&request, limits, config.isolate)?;
+        let plan = analysis.external.restore_indices(plan);
         let check_start = Instant::now();
         let checked = check::check_plan(&analysis, plan).map_err(|violations| {
             let error = Error::from(violations);
@@ -111,6 +115,7 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
     }
     .map_err(|error| Error::internal(format!("cannot write the summary to stdout: {error}")))?;
     let exit = wrong_plans_exit(&report);
+    drop(planner_request);
     crate::allocator::release((analysis, checked, rendered));
     Ok(exit)
 }

@@ -4,4 +4,5 @@
 
 pub mod bench;
 pub mod check;
+pub mod external;
 pub mod plan;

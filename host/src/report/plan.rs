@@ -126,6 +126,9 @@ struct SummaryDocument<'a> {
     timings_ms: serde_json::Map<String, serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tflite_micro: Option<TfliteMicroSummary<'a>>,
+    /// The buffers the firmware binds (external tensors), in no arena.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    external: Vec<super::external::ExternalSummary<'a>>,
 }
 
 /// For a `.tflite` input: TensorFlow Lite Micro's arena head (bytes) with its own plan and with
@@ -281,6 +284,7 @@ pub fn write_json(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
         files: &report.files,
         timings_ms: timings,
         tflite_micro: TfliteMicroSummary::new(plan),
+        external: super::external::summaries(plan),
     };
     serde_json::to_writer_pretty(&mut *out, &document)?;
     writeln!(out)
@@ -360,6 +364,9 @@ pub fn write_text(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
                 budget
             )?;
         }
+    }
+    if let Some(line) = super::external::text(plan) {
+        writeln!(out, "{line}")?;
     }
     for line in tflite_micro_text(plan) {
         writeln!(out, "{line}")?;
