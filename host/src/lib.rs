@@ -18,9 +18,9 @@
 //!
 //! [`cli`] parses the command line and resolves it into a checked configuration; [`main`]
 //! dispatches it to [`commands`], which wire the stages for each subcommand; [`report`] prints
-//! what they found; [`allocator`] keeps freed memory for reuse during the run; [`placement`]
-//! holds the placement helpers several stages share (the collision sweep, TFLM's planner
-//! simulated).
+//! what they found; [`allocator`] keeps freed memory for reuse during the run; [`printable`]
+//! decides which characters of user-given text are never shown raw; [`placement`] holds the
+//! placement helpers several stages share (the collision sweep, TFLM's planner simulated).
 
 pub mod allocator;
 pub mod analyze;
@@ -33,6 +33,7 @@ pub mod input;
 pub mod json_layout;
 pub mod placement;
 pub mod plan_file;
+pub mod printable;
 pub mod registry;
 pub mod render;
 pub mod report;
