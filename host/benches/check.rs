@@ -15,11 +15,11 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use abi_stable::library::lib_header_from_path;
+use abi_stable::std_types::{RSome, RString, RVec};
 use memplan::analyze::Analysis;
 use memplan::check::check_plan;
 use memplan_planner_kit::testing::{allocation, memory, tensor, XorShift64Star};
-use memplan_plugin_api::abi_stable::library::lib_header_from_path;
-use memplan_plugin_api::abi_stable::std_types::{RSome, RString, RVec};
 use memplan_plugin_api::bounds::align_up;
 use memplan_plugin_api::{
     AliasOf, Arena, ArenaRole, HostContext, Lifetime, MemoryPlan, PlanRequest, PluginModuleRef,

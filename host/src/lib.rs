@@ -19,7 +19,8 @@
 //! [`cli`] parses the command line and resolves it into a checked configuration; [`main`]
 //! dispatches it to [`commands`], which wire the stages for each subcommand; [`report`] prints
 //! what they found; [`allocator`] keeps freed memory for reuse during the run; [`printable`]
-//! decides which characters of user-given text are never shown raw.
+//! decides which characters of user-given text are never shown raw; [`placement`] holds the
+//! placement helpers several stages share (the collision sweep, TFLM's planner simulated).
 
 pub mod allocator;
 pub mod analyze;
@@ -30,6 +31,7 @@ pub mod emit;
 pub mod error;
 pub mod input;
 pub mod json_layout;
+pub mod placement;
 pub mod plan_file;
 pub mod printable;
 pub mod registry;

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use memplan_plugin_api::abi_stable::std_types::{RString, RVec};
+use abi_stable::std_types::{RString, RVec};
 use memplan_plugin_api::{Allocation, Arena, ArenaRole, Binding, MemoryPlan};
 use serde::{Deserialize, Serialize};
 
@@ -283,15 +283,14 @@ pub fn read_solution(path: &Path, analysis: &Analysis) -> Result<PlanDocument> {
     // The MiniMalloc reader reads the `offset` column as a fixed placement: the solution.
     let solution = crate::input::csv::read_minimalloc_csv(path)?;
     let request = &analysis.request;
-    let default_memory = crate::analyze::fixed::first_scratch_memory(&request.memories)
-        .ok_or_else(|| {
-            Error::input(format!(
-                "{}: target `{}` has no memory for scratch tensors, so a solution cannot be \
+    let default_memory = request.first_scratch_memory().ok_or_else(|| {
+        Error::input(format!(
+            "{}: target `{}` has no memory for scratch tensors, so a solution cannot be \
                  placed in it",
-                path.display(),
-                analysis.target
-            ))
-        })?;
+            path.display(),
+            analysis.target
+        ))
+    })?;
     let index_of: HashMap<&str, usize> = request
         .tensors
         .iter()
@@ -550,7 +549,7 @@ mod tests {
     use super::*;
     use crate::check::check_resolved_plan;
     use crate::error::ErrorKind;
-    use memplan_plugin_api::abi_stable::std_types::{RNone, RSome};
+    use abi_stable::std_types::{RNone, RSome};
     use memplan_plugin_api::{Lifetime, MemoryRequest, PlanRequest, TensorKind, TensorRequest};
 
     fn tensor(id: &str, kind: TensorKind, size: u64) -> TensorRequest {

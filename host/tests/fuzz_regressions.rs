@@ -92,8 +92,7 @@ fn real_inputs_stay_within_the_allocation_bound() {
         }
     };
     add(&repository.join("examples"), "json");
-    if let Some(corpus) = std::env::var_os("MEMPLAN_CORPUS") {
-        let corpus = PathBuf::from(corpus);
+    if let Some(corpus) = memplan_planner_kit::testing::corpus_root() {
         add(&corpus.join("models"), "tflite");
         add(&corpus.join("minimalloc"), "csv");
         add(&corpus.join("tflm-traces"), "csv");

@@ -37,7 +37,7 @@ pub use options::PlannerOptions;
 pub use plan::plan_with_packer;
 pub use random::XorShift64Star;
 
-use memplan_plugin_api::{HostContext, Lifetime, PlanError};
+use memplan_plugin_api::{bounds, HostContext, Lifetime, PlanError};
 
 /// One buffer to place in an arena.
 ///
@@ -113,6 +113,18 @@ impl std::fmt::Debug for FixedOffset {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.get().fmt(f)
     }
+}
+
+/// The lower bound of one arena holding `buffers`: no packing of them is lower. The figure
+/// memplan reports everywhere (`memplan plan` and `memplan bench` beside each arena, the
+/// checker's tables, the shipped planners' notes), [`bounds::arena_lower_bound`] over the
+/// buffers' sizes, alignments and lifetimes. O(n log n).
+pub fn arena_lower_bound(buffers: &[Buffer]) -> u64 {
+    bounds::arena_lower_bound(
+        buffers
+            .iter()
+            .map(|buffer| (buffer.size, buffer.alignment, buffer.lifetime)),
+    )
 }
 
 /// A packer's answer: an offset per buffer, in the order the buffers were given.

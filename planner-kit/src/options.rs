@@ -82,6 +82,20 @@ impl PlannerOptions {
         }
     }
 
+    /// Takes option `key`, `true` or `false`; `None` when the option was not given.
+    pub fn take_bool(&mut self, key: &str) -> Result<Option<bool>, PlanError> {
+        let Some(value) = self.remaining.remove(key) else {
+            return Ok(None);
+        };
+        match value.as_bool() {
+            Some(flag) => Ok(Some(flag)),
+            None => Err(invalid(format!(
+                "planner `{}`: option `{key}` must be true or false, got {value}",
+                self.planner
+            ))),
+        }
+    }
+
     /// Fails when options other than those already taken remain, naming them and the
     /// `accepted` option names.
     pub fn finish(self, accepted: &[&str]) -> Result<(), PlanError> {
@@ -147,6 +161,21 @@ mod tests {
         assert!(error.message.contains("`colour`"), "{}", error.message);
         assert!(PlannerOptions::parse("p", "[1]").is_err());
         assert!(PlannerOptions::parse("p", "{").is_err());
+    }
+
+    #[test]
+    fn flags_are_booleans() {
+        let mut options =
+            PlannerOptions::parse("p", r#"{"on": true, "off": false, "no": 0}"#).unwrap();
+        assert_eq!(options.take_bool("on").unwrap(), Some(true));
+        assert_eq!(options.take_bool("off").unwrap(), Some(false));
+        assert_eq!(options.take_bool("absent").unwrap(), None);
+        let error = options.take_bool("no").unwrap_err();
+        assert!(
+            error.message.contains("`no` must be true or false"),
+            "{}",
+            error.message
+        );
     }
 
     #[test]

@@ -128,7 +128,11 @@ pub struct TensorRequest {
     pub lifetime: Lifetime,
     /// Set when the tensor is a view of another tensor.
     pub alias_of: ROption<AliasOf>,
-    /// A placement the plan must use as it is (byte offset inside the tensor's arena).
+    /// A placement the plan must use as it is (byte offset inside the tensor's arena). The
+    /// arena is the one of the tensor's role in its `memory`; a scratch or persistent tensor
+    /// with a fixed offset and no `memory` goes to the first memory of the scratch order
+    /// ([`PlanRequest::first_scratch_memory`]), where the host checks that fixed placements
+    /// do not contradict each other. The checker refuses a plan that puts it elsewhere.
     pub fixed_offset: ROption<u64>,
     /// Index of the memory this tensor must be placed in at run time. For scratch and
     /// persistent tensors `None` lets the planner choose (preferred order, spill on budget);
@@ -167,6 +171,39 @@ pub struct PlanRequest {
     pub num_steps: u32,
     /// Planner options as a JSON document (`{}` when the user gave none).
     pub options: RString,
+}
+
+impl PlanRequest {
+    /// The [scratch order](scratch_order) of the request's memories.
+    pub fn scratch_order(&self) -> Vec<u32> {
+        scratch_order(&self.memories)
+    }
+
+    /// The first memory of the [scratch order](scratch_order), where a scratch or persistent
+    /// tensor with a fixed offset and no `memory` is placed; `None` when no memory is in the
+    /// order.
+    pub fn first_scratch_memory(&self) -> Option<u32> {
+        scratch_order(&self.memories).first().copied()
+    }
+}
+
+/// The *scratch order* of `memories`: the indices of the writable memories with a
+/// `scratch_order`, ascending (the memory index breaks ties). Scratch and persistent tensors
+/// without a `memory` are placed along it.
+pub fn scratch_order(memories: &[MemoryRequest]) -> Vec<u32> {
+    let mut ordered: Vec<(u32, u32)> = memories
+        .iter()
+        .enumerate()
+        .filter(|(_, memory)| memory.writable)
+        .filter_map(|(index, memory)| {
+            memory
+                .scratch_order
+                .into_option()
+                .map(|order| (order, index as u32))
+        })
+        .collect();
+    ordered.sort_unstable();
+    ordered.into_iter().map(|(_, index)| index).collect()
 }
 
 /// One arena of a plan: a contiguous block of one memory with one role.

@@ -5,16 +5,16 @@
 //! instead of letting a planner fail or the checker blame the planner.
 //!
 //! A fixed tensor's arena is its role's in the memory it is pinned to; an unpinned scratch or
-//! persistent tensor with a fixed offset goes to the first memory of the scratch order, as the
-//! planner kit places it; constants are grouped by source memory too. One O(n log n) sweep per
-//! arena ([`super::sweep`]).
+//! persistent tensor with a fixed offset goes to the first memory of the scratch order (the
+//! ABI's rule, which the checker enforces); constants are grouped by source memory too. One O(n log n) sweep per
+//! arena ([`crate::placement::sweep`]).
 
 use std::collections::BTreeMap;
 
-use memplan_plugin_api::{ArenaRole, Lifetime, MemoryRequest, TensorRequest};
+use memplan_plugin_api::{scratch_order, ArenaRole, Lifetime, MemoryRequest, TensorRequest};
 
-use super::sweep::{self, Span};
 use crate::error::{Error, Result};
+use crate::placement::sweep::{self, Span};
 
 /// Contradictions a message names before "and N more".
 const SHOWN: usize = 3;
@@ -46,8 +46,9 @@ pub(super) fn check_fixed_placements(
     tensors: &[TensorRequest],
     memories: &[MemoryRequest],
 ) -> Result<()> {
-    // The first memory of the scratch order, where the kit puts unpinned fixed tensors.
-    let first_scratch = first_scratch_memory(memories);
+    // Where an unpinned fixed tensor goes: the first memory of the scratch order (the ABI's
+    // rule, `TensorRequest::fixed_offset`, which the checker enforces).
+    let first_scratch = scratch_order(memories).first().copied();
     let mut arenas: BTreeMap<(usize, u32, u32), Vec<FixedSpan>> = BTreeMap::new();
     for (index, tensor) in tensors.iter().enumerate() {
         let Some(offset) = tensor.fixed_offset.into_option() else {
@@ -117,21 +118,4 @@ pub(super) fn check_fixed_placements(
          OfflineMemoryAllocation entry of a .tflite) or let the planner place it",
         contradictions.join("; ")
     )))
-}
-
-/// The writable memory first in the target's scratch order: where scratch tensors go unless a
-/// rule pins them (the kit's order), `None` when no memory takes scratch tensors.
-pub(crate) fn first_scratch_memory(memories: &[MemoryRequest]) -> Option<u32> {
-    memories
-        .iter()
-        .enumerate()
-        .filter(|(_, memory)| memory.writable)
-        .filter_map(|(index, memory)| {
-            memory
-                .scratch_order
-                .into_option()
-                .map(|order| (order, index))
-        })
-        .min()
-        .map(|(_, index)| index as u32)
 }

@@ -12,10 +12,8 @@
 pub mod aliases;
 pub mod external;
 mod fit;
-pub(crate) mod fixed;
+mod fixed;
 pub mod lifetimes;
-pub mod sweep;
-pub mod tflm_greedy;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -25,7 +23,7 @@ use memplan_plugin_api::{AliasOf, MemoryRequest, PlanRequest, TensorKind, Tensor
 
 use crate::error::{Error, Result};
 use crate::input::graph::TfliteOrigin;
-use crate::input::{Constraints, Model, Rules, Target};
+use crate::input::{Attributes, Constraints, MemoryLimit, Model, Rules, Target, Tensor};
 pub use external::ExternalTensors;
 
 /// Arena base alignment never goes below this (heliaAOT's floor).
@@ -92,20 +90,7 @@ pub fn analyze(
         );
     }
 
-    let memories: Vec<MemoryRequest> = target
-        .memories
-        .iter()
-        .zip(&limits)
-        .map(|(memory, limit)| MemoryRequest {
-            name: RString::from(memory.name.as_str()),
-            budget: limit.budget.into(),
-            writable: memory.writable,
-            scratch_order: memory.scratch_order.into(),
-            arena_alignment: MIN_ARENA_ALIGNMENT
-                .max(target.min_alignment)
-                .max(limit.arena_alignment.unwrap_or(1)),
-        })
-        .collect();
+    let memories = memory_requests(target, &limits);
     // A tensor the planner may put in any scratch memory gets the strictest arena alignment
     // the user asked for among them, so its slot is valid wherever it lands.
     let free_alignment = target
@@ -170,44 +155,8 @@ pub fn analyze(
             RSome(m) => limits[m as usize].arena_alignment.unwrap_or(1),
             RNone => free_alignment,
         };
-        let alignment = target
-            .min_alignment
-            .max(
-                tensor
-                    .element_size
-                    .max(1)
-                    .checked_next_power_of_two()
-                    .unwrap_or(1 << 63),
-            )
-            .max(tensor.alignment.unwrap_or(1))
-            .max(attributes.alignment.unwrap_or(1))
-            .max(memory_alignment);
-        if let Some(offset) = tensor.fixed_offset {
-            let end = offset.saturating_add(tensor.size);
-            let cap = if tensor.kind == TensorKind::Constant {
-                crate::input::model::MAX_CONSTANT_ARENA_BYTES
-            } else {
-                crate::input::model::MAX_TENSOR_BYTES
-            };
-            if end > cap {
-                return Err(Error::input(format!(
-                    "{file}: tensor '{}': fixed_offset {offset} puts its end at byte {end}, past \
-                     what memplan accepts ({cap}{}); give an offset inside the memory",
-                    tensor.id,
-                    if tensor.kind == TensorKind::Constant {
-                        ", 256 MiB: constant arenas are written out in full"
-                    } else {
-                        ""
-                    }
-                )));
-            }
-        }
-        if let Some(offset) = tensor.fixed_offset.filter(|o| o % alignment != 0) {
-            return Err(Error::input(format!(
-                "{file}: tensor '{}': fixed_offset {offset} is not a multiple of its alignment {alignment}; move it or lower the alignment",
-                tensor.id
-            )));
-        }
+        let alignment = slot_alignment(target, &tensor, &attributes, memory_alignment);
+        check_fixed_offset(&file, &tensor, alignment)?;
         let alias_of = match tensor.alias_of {
             Some(_) => RSome(AliasOf {
                 root: roots.root[index],
@@ -290,6 +239,79 @@ pub fn analyze(
         tflite,
         external,
     })
+}
+
+/// The memories of the request: the target's, with the budgets and arena alignments the
+/// constraints give.
+fn memory_requests(target: &Target, limits: &[MemoryLimit]) -> Vec<MemoryRequest> {
+    target
+        .memories
+        .iter()
+        .zip(limits)
+        .map(|(memory, limit)| MemoryRequest {
+            name: RString::from(memory.name.as_str()),
+            budget: limit.budget.into(),
+            writable: memory.writable,
+            scratch_order: memory.scratch_order.into(),
+            arena_alignment: MIN_ARENA_ALIGNMENT
+                .max(target.min_alignment)
+                .max(limit.arena_alignment.unwrap_or(1)),
+        })
+        .collect()
+}
+
+/// A tensor's slot alignment: the largest of the target's minimum, its element size (as a
+/// power of two), its own hint, the rules' and its memory's arena alignment.
+fn slot_alignment(
+    target: &Target,
+    tensor: &Tensor,
+    attributes: &Attributes,
+    memory_alignment: u64,
+) -> u64 {
+    target
+        .min_alignment
+        .max(
+            tensor
+                .element_size
+                .max(1)
+                .checked_next_power_of_two()
+                .unwrap_or(1 << 63),
+        )
+        .max(tensor.alignment.unwrap_or(1))
+        .max(attributes.alignment.unwrap_or(1))
+        .max(memory_alignment)
+}
+
+/// A fixed offset must leave the tensor's end within what memplan accepts and be a multiple
+/// of its alignment.
+fn check_fixed_offset(file: &str, tensor: &Tensor, alignment: u64) -> Result<()> {
+    if let Some(offset) = tensor.fixed_offset {
+        let end = offset.saturating_add(tensor.size);
+        let cap = if tensor.kind == TensorKind::Constant {
+            crate::input::model::MAX_CONSTANT_ARENA_BYTES
+        } else {
+            crate::input::model::MAX_TENSOR_BYTES
+        };
+        if end > cap {
+            return Err(Error::input(format!(
+                "{file}: tensor '{}': fixed_offset {offset} puts its end at byte {end}, past \
+                 what memplan accepts ({cap}{}); give an offset inside the memory",
+                tensor.id,
+                if tensor.kind == TensorKind::Constant {
+                    ", 256 MiB: constant arenas are written out in full"
+                } else {
+                    ""
+                }
+            )));
+        }
+    }
+    if let Some(offset) = tensor.fixed_offset.filter(|o| o % alignment != 0) {
+        return Err(Error::input(format!(
+            "{file}: tensor '{}': fixed_offset {offset} is not a multiple of its alignment {alignment}; move it or lower the alignment",
+            tensor.id
+        )));
+    }
+    Ok(())
 }
 
 impl Analysis {

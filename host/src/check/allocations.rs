@@ -6,7 +6,7 @@
 //!
 //! Each pass is a single walk over the allocations or the tensors: O(n) plus hash look-ups.
 
-use memplan_plugin_api::{Binding, TensorKind};
+use memplan_plugin_api::{Allocation, Binding, TensorKind};
 
 use super::{distinct_memories, ArenaIndex, Checker, Slot, Violation, ViolationKind};
 
@@ -59,6 +59,7 @@ impl Checker<'_> {
         arena_index: &ArenaIndex,
         allocation_of: &[Option<usize>],
     ) -> Vec<Vec<Slot>> {
+        let first_scratch = self.request.first_scratch_memory();
         // Sized per arena up front: at a million tensors, growing the vectors costs more
         // than this extra pass.
         let mut capacities = vec![0usize; self.plan.arenas.len()];
@@ -72,7 +73,6 @@ impl Checker<'_> {
         let mut slots: Vec<Vec<Slot>> = capacities.into_iter().map(Vec::with_capacity).collect();
         for (index, tensor) in self.request.tensors.iter().enumerate() {
             let tensor_index = index as u32;
-            let role = tensor.kind.role();
             if self.external.is_external(index) {
                 if let Some(position) = allocation_of[index] {
                     self.report_external_placed(tensor_index, position);
@@ -80,106 +80,183 @@ impl Checker<'_> {
                 continue;
             }
             let Some(position) = allocation_of[index] else {
-                let place = match tensor.memory.into_option() {
-                    Some(memory) => format!(" in {}", self.memory_name(memory)),
-                    None => String::new(),
-                };
-                let what = if tensor.alias_of.is_some() {
-                    "an alias, it needs its root's binding plus the view offset".to_string()
-                } else {
-                    format!("it needs a binding to a {} arena{place}", role.as_str())
-                };
-                let name = self.tensor_name(tensor_index);
-                let subject = self.described(tensor_index);
-                let message = format!(
-                    "{subject} has no allocation; {what}: the planner must \
-                     allocate every tensor of the request",
-                );
-                self.report(Violation::new(ViolationKind::MissingAllocation, message).tensor(name));
+                self.report_missing_allocation(tensor_index);
                 continue;
             };
             let allocation = self.plan.allocations[position];
             let binding = allocation.binding;
-            if allocation.offset != binding.offset {
-                let name = self.tensor_name(tensor_index);
-                let subject = self.described(tensor_index);
-                let message = format!(
-                    "{subject} has allocation offset {} but binding offset {} in {}; the planner \
-                     must give both the same offset",
-                    allocation.offset,
-                    binding.offset,
-                    self.binding_arena_text(&binding)
-                );
-                self.report(Violation::new(ViolationKind::OffsetMismatch, message).tensor(name));
-            }
-            if allocation.size != tensor.size {
-                let name = self.tensor_name(tensor_index);
-                let subject = self.described(tensor_index);
-                let message = format!(
-                    "{subject}: its allocation at offset {} in {} reserves {} bytes; \
-                     the planner must reserve exactly the tensor's size",
-                    binding.offset,
-                    self.binding_arena_text(&binding),
-                    allocation.size
-                );
-                self.report(Violation::new(ViolationKind::SizeMismatch, message).tensor(name));
-            }
-            let unknown: Vec<u32> = distinct_memories(binding.memory, binding.source_memory)
-                .filter(|&memory| !self.is_known_memory(memory))
-                .collect();
-            if !unknown.is_empty() {
-                for memory in unknown {
-                    let name = self.tensor_name(tensor_index);
-                    let subject = self.described(tensor_index);
-                    let message = format!(
-                        "{subject} is bound to memory {}, which target `{}` does not have (it has \
-                         {}); the planner must bind tensors only to the request's memories",
-                        self.memory_name(memory),
-                        self.target,
-                        self.known_memories_text()
-                    );
-                    self.report(
-                        Violation::new(ViolationKind::UnknownMemory, message)
-                            .tensor(name)
-                            .memory(self.memory_name(memory)),
-                    );
-                }
+            self.check_allocation_agrees(tensor_index, &allocation);
+            if !self.check_memories_known(tensor_index, &binding) {
                 continue;
             }
             if tensor.alias_of.is_some() {
                 // An alias's role, memory and offset are its root's: `check_aliases`.
                 continue;
             }
-            if binding.role != role {
+            self.check_role_and_memory(tensor_index, &binding, first_scratch);
+            let Some(arena_position) = self.arena_of(tensor_index, &binding, arena_index) else {
+                continue;
+            };
+            if let Some(slot) = self.check_slot(tensor_index, &binding, arena_position) {
+                slots[arena_position].push(slot);
+            }
+        }
+        self.check_slot_alignments(&slots);
+        slots
+    }
+
+    /// Contract 1: tensor `tensor_index` has no allocation.
+    fn report_missing_allocation(&mut self, tensor_index: u32) {
+        let tensor = &self.request.tensors[tensor_index as usize];
+        let role = tensor.kind.role();
+        let place = match tensor.memory.into_option() {
+            Some(memory) => format!(" in {}", self.memory_name(memory)),
+            None => String::new(),
+        };
+        let what = if tensor.alias_of.is_some() {
+            "an alias, it needs its root's binding plus the view offset".to_string()
+        } else {
+            format!("it needs a binding to a {} arena{place}", role.as_str())
+        };
+        let name = self.tensor_name(tensor_index);
+        let subject = self.described(tensor_index);
+        let message = format!(
+            "{subject} has no allocation; {what}: the planner must \
+                 allocate every tensor of the request",
+        );
+        self.report(Violation::new(ViolationKind::MissingAllocation, message).tensor(name));
+    }
+
+    /// Contract 1: the allocation's offset and size agree with its binding and its tensor.
+    fn check_allocation_agrees(&mut self, tensor_index: u32, allocation: &Allocation) {
+        let tensor = &self.request.tensors[tensor_index as usize];
+        let binding = allocation.binding;
+        if allocation.offset != binding.offset {
+            let name = self.tensor_name(tensor_index);
+            let subject = self.described(tensor_index);
+            let message = format!(
+                "{subject} has allocation offset {} but binding offset {} in {}; the planner \
+                 must give both the same offset",
+                allocation.offset,
+                binding.offset,
+                self.binding_arena_text(&binding)
+            );
+            self.report(Violation::new(ViolationKind::OffsetMismatch, message).tensor(name));
+        }
+        if allocation.size != tensor.size {
+            let name = self.tensor_name(tensor_index);
+            let subject = self.described(tensor_index);
+            let message = format!(
+                "{subject}: its allocation at offset {} in {} reserves {} bytes; \
+                 the planner must reserve exactly the tensor's size",
+                binding.offset,
+                self.binding_arena_text(&binding),
+                allocation.size
+            );
+            self.report(Violation::new(ViolationKind::SizeMismatch, message).tensor(name));
+        }
+    }
+
+    /// Contract 2: the binding's memories are the target's; false (reported) otherwise.
+    fn check_memories_known(&mut self, tensor_index: u32, binding: &Binding) -> bool {
+        let unknown: Vec<u32> = distinct_memories(binding.memory, binding.source_memory)
+            .filter(|&memory| !self.is_known_memory(memory))
+            .collect();
+        if !unknown.is_empty() {
+            for memory in unknown {
+                let name = self.tensor_name(tensor_index);
+                let subject = self.described(tensor_index);
+                let message = format!(
+                    "{subject} is bound to memory {}, which target `{}` does not have (it has \
+                     {}); the planner must bind tensors only to the request's memories",
+                    self.memory_name(memory),
+                    self.target,
+                    self.known_memories_text()
+                );
+                self.report(
+                    Violation::new(ViolationKind::UnknownMemory, message)
+                        .tensor(name)
+                        .memory(self.memory_name(memory)),
+                );
+            }
+            return false;
+        }
+        true
+    }
+
+    /// Contracts 2 to 4 on the binding alone: the role the tensor's kind requires, the memory
+    /// the request pins (or the first of the scratch order for an unpinned fixed tensor), a
+    /// constant's source memory, and a fixed offset kept.
+    fn check_role_and_memory(
+        &mut self,
+        tensor_index: u32,
+        binding: &Binding,
+        first_scratch: Option<u32>,
+    ) {
+        let tensor = &self.request.tensors[tensor_index as usize];
+        let role = tensor.kind.role();
+        if binding.role != role {
+            let name = self.tensor_name(tensor_index);
+            let arena_name = self.arena_name(binding.role, binding.memory, binding.source_memory);
+            let subject = self.described(tensor_index);
+            let message = format!(
+                "{subject} is bound to the {arena_name} at offset {}; the \
+                 planner must bind {} tensors to {} arenas",
+                binding.offset,
+                tensor.kind.as_str(),
+                role.as_str()
+            );
+            self.report(
+                Violation::new(ViolationKind::WrongRole, message)
+                    .tensor(name)
+                    .arena(arena_name),
+            );
+        }
+        // A tensor with a fixed offset and no memory belongs in the first memory of the
+        // scratch order (the ABI's rule, `TensorRequest::fixed_offset`).
+        let fixed_home = (tensor.memory.is_none() && tensor.fixed_offset.is_some())
+            .then_some(first_scratch)
+            .flatten();
+        if let Some(memory) = tensor.memory.into_option().or(fixed_home) {
+            if binding.memory != memory {
                 let name = self.tensor_name(tensor_index);
                 let arena_name =
                     self.arena_name(binding.role, binding.memory, binding.source_memory);
                 let subject = self.described(tensor_index);
+                let why = if fixed_home.is_some() {
+                    "(it has a fixed offset and no memory: the first memory of the scratch \
+                     order)"
+                } else {
+                    "as the request says"
+                };
                 let message = format!(
-                    "{subject} is bound to the {arena_name} at offset {}; the \
-                     planner must bind {} tensors to {} arenas",
-                    binding.offset,
-                    tensor.kind.as_str(),
-                    role.as_str()
+                    "{subject} must be placed in {} {why}, but is \
+                     bound to the {arena_name} at offset {}; the planner must keep the \
+                     memory the request gives",
+                    self.memory_name(memory),
+                    binding.offset
                 );
                 self.report(
-                    Violation::new(ViolationKind::WrongRole, message)
+                    Violation::new(ViolationKind::WrongMemory, message)
                         .tensor(name)
                         .arena(arena_name),
                 );
             }
-            if let Some(memory) = tensor.memory.into_option() {
-                if binding.memory != memory {
+        }
+        if tensor.kind == TensorKind::Constant {
+            if let Some(source) = tensor.source_memory.into_option() {
+                if binding.source_memory != source {
                     let name = self.tensor_name(tensor_index);
                     let arena_name =
                         self.arena_name(binding.role, binding.memory, binding.source_memory);
                     let subject = self.described(tensor_index);
                     let message = format!(
-                        "{subject} must be placed in {} as the request says, but is \
-                         bound to the {arena_name} at offset {}; the planner must keep the \
-                         memory the request gives",
-                        self.memory_name(memory),
-                        binding.offset
+                        "{subject} is a constant stored in {} but its binding says source \
+                         memory {}; the planner must bind it with source memory {} (cold \
+                         when equal to its memory, staged otherwise)",
+                        self.memory_name(source),
+                        arena_name.source_memory,
+                        self.memory_name(source)
                     );
                     self.report(
                         Violation::new(ViolationKind::WrongMemory, message)
@@ -188,144 +265,140 @@ impl Checker<'_> {
                     );
                 }
             }
-            if tensor.kind == TensorKind::Constant {
-                if let Some(source) = tensor.source_memory.into_option() {
-                    if binding.source_memory != source {
-                        let name = self.tensor_name(tensor_index);
-                        let arena_name =
-                            self.arena_name(binding.role, binding.memory, binding.source_memory);
-                        let subject = self.described(tensor_index);
-                        let message = format!(
-                            "{subject} is a constant stored in {} but its binding says source \
-                             memory {}; the planner must bind it with source memory {} (cold \
-                             when equal to its memory, staged otherwise)",
-                            self.memory_name(source),
-                            arena_name.source_memory,
-                            self.memory_name(source)
-                        );
-                        self.report(
-                            Violation::new(ViolationKind::WrongMemory, message)
-                                .tensor(name)
-                                .arena(arena_name),
-                        );
-                    }
-                }
-            }
-            if let Some(fixed) = tensor.fixed_offset.into_option() {
-                if binding.offset != fixed {
-                    let name = self.tensor_name(tensor_index);
-                    let arena_name =
-                        self.arena_name(binding.role, binding.memory, binding.source_memory);
-                    let subject = self.described(tensor_index);
-                    let message = format!(
-                        "{subject} has fixed offset {fixed} but is placed at offset \
-                         {} in the {arena_name}; the planner must keep fixed offsets as given",
-                        binding.offset
-                    );
-                    self.report(
-                        Violation::new(ViolationKind::FixedOffsetMoved, message)
-                            .tensor(name)
-                            .arena(arena_name),
-                    );
-                }
-            }
-            let Some(arena_position) = arena_index.get(binding.role, binding.memory) else {
-                // Empty tensors get a binding but no space, and empty arenas are dropped.
-                if tensor.size > 0 {
-                    let name = self.tensor_name(tensor_index);
-                    let arena_name =
-                        self.arena_name(binding.role, binding.memory, binding.source_memory);
-                    let subject = self.described(tensor_index);
-                    let message = format!(
-                        "{subject} is bound to the {arena_name} at offset {}, but \
-                         the plan has no {} arena in {}; the planner must add that arena (at \
-                         least {} bytes) or bind the tensor to an arena of the plan",
-                        binding.offset,
-                        binding.role.as_str(),
-                        arena_name.memory,
-                        binding.offset.saturating_add(tensor.size)
-                    );
-                    self.report(
-                        Violation::new(ViolationKind::MissingArena, message)
-                            .tensor(name)
-                            .arena(arena_name),
-                    );
-                }
-                continue;
-            };
-            let arena = &self.plan.arenas[arena_position];
-            if binding.source_memory != arena.source_memory {
-                let arena_source = self.memory_name(arena.source_memory);
-                let name = self.tensor_name(tensor_index);
-                let arena_name =
-                    self.arena_name(binding.role, binding.memory, binding.source_memory);
-                let subject = self.described(tensor_index);
-                let message = format!(
-                    "{subject} at offset {} is bound with source memory {}, but its {} arena in {} \
-                     has source memory {arena_source}; all slots of an arena share the arena's \
-                     source memory: the planner must bind it with source memory \
-                     {arena_source} or put it in an arena of its own",
-                    binding.offset,
-                    arena_name.source_memory,
-                    binding.role.as_str(),
-                    arena_name.memory
-                );
-                self.report(
-                    Violation::new(ViolationKind::SlotSourceMismatch, message)
-                        .tensor(name)
-                        .arena(arena_name),
-                );
-            }
-            if tensor.size == 0 {
-                continue;
-            }
-            if tensor.alignment > 1 && binding.offset % tensor.alignment != 0 {
-                let name = self.tensor_name(tensor_index);
-                let arena_name =
-                    self.arena_name(binding.role, binding.memory, binding.source_memory);
-                let subject = self.described(tensor_index);
-                let message = format!(
-                    "{subject} is at offset {} in the {arena_name}, which is not a \
-                     multiple of its alignment {}; the planner must use an aligned offset (the \
-                     next one is {})",
-                    binding.offset,
-                    tensor.alignment,
-                    memplan_plugin_api::bounds::align_up(binding.offset, tensor.alignment)
-                );
-                self.report(
-                    Violation::new(ViolationKind::Misaligned, message)
-                        .tensor(name)
-                        .arena(arena_name),
-                );
-            }
-            let end = binding.offset.saturating_add(tensor.size);
-            if end > arena.size {
-                let name = self.tensor_name(tensor_index);
-                let arena_name =
-                    self.arena_name(binding.role, binding.memory, binding.source_memory);
-                let subject = self.described(tensor_index);
-                let message = format!(
-                    "{subject} at offset {} ends at byte {end}, past the end of the \
-                     {arena_name} ({} bytes); the planner must grow the arena to at least {end} \
-                     bytes or place the tensor lower",
-                    binding.offset, arena.size
-                );
-                self.report(
-                    Violation::new(ViolationKind::OutOfArena, message)
-                        .tensor(name)
-                        .arena(arena_name),
-                );
-            }
-            slots[arena_position].push(Slot {
-                tensor: tensor_index,
-                offset: binding.offset,
-                size: tensor.size,
-                alignment: tensor.alignment,
-                lifetime: tensor.lifetime,
-            });
         }
-        self.check_slot_alignments(&slots);
-        slots
+        if let Some(fixed) = tensor.fixed_offset.into_option() {
+            if binding.offset != fixed {
+                let name = self.tensor_name(tensor_index);
+                let arena_name =
+                    self.arena_name(binding.role, binding.memory, binding.source_memory);
+                let subject = self.described(tensor_index);
+                let message = format!(
+                    "{subject} has fixed offset {fixed} but is placed at offset \
+                     {} in the {arena_name}; the planner must keep fixed offsets as given",
+                    binding.offset
+                );
+                self.report(
+                    Violation::new(ViolationKind::FixedOffsetMoved, message)
+                        .tensor(name)
+                        .arena(arena_name),
+                );
+            }
+        }
+    }
+
+    /// Contract 2: the position of the binding's arena in the plan; `None` when the plan has
+    /// no such arena (reported unless the tensor is empty).
+    fn arena_of(
+        &mut self,
+        tensor_index: u32,
+        binding: &Binding,
+        arena_index: &ArenaIndex,
+    ) -> Option<usize> {
+        let tensor = &self.request.tensors[tensor_index as usize];
+        let position = arena_index.get(binding.role, binding.memory);
+        if position.is_none() {
+            // Empty tensors get a binding but no space, and empty arenas are dropped.
+            if tensor.size > 0 {
+                let name = self.tensor_name(tensor_index);
+                let arena_name =
+                    self.arena_name(binding.role, binding.memory, binding.source_memory);
+                let subject = self.described(tensor_index);
+                let message = format!(
+                    "{subject} is bound to the {arena_name} at offset {}, but \
+                     the plan has no {} arena in {}; the planner must add that arena (at \
+                     least {} bytes) or bind the tensor to an arena of the plan",
+                    binding.offset,
+                    binding.role.as_str(),
+                    arena_name.memory,
+                    binding.offset.saturating_add(tensor.size)
+                );
+                self.report(
+                    Violation::new(ViolationKind::MissingArena, message)
+                        .tensor(name)
+                        .arena(arena_name),
+                );
+            }
+        }
+        position
+    }
+
+    /// Contracts 3 and 4 in the arena at `arena_position`: the arena's source memory, an
+    /// aligned offset, inside the arena. The tensor's slot, for the overlap sweep, unless
+    /// it is empty.
+    fn check_slot(
+        &mut self,
+        tensor_index: u32,
+        binding: &Binding,
+        arena_position: usize,
+    ) -> Option<Slot> {
+        let tensor = &self.request.tensors[tensor_index as usize];
+        let arena = &self.plan.arenas[arena_position];
+        if binding.source_memory != arena.source_memory {
+            let arena_source = self.memory_name(arena.source_memory);
+            let name = self.tensor_name(tensor_index);
+            let arena_name = self.arena_name(binding.role, binding.memory, binding.source_memory);
+            let subject = self.described(tensor_index);
+            let message = format!(
+                "{subject} at offset {} is bound with source memory {}, but its {} arena in {} \
+                 has source memory {arena_source}; all slots of an arena share the arena's \
+                 source memory: the planner must bind it with source memory \
+                 {arena_source} or put it in an arena of its own",
+                binding.offset,
+                arena_name.source_memory,
+                binding.role.as_str(),
+                arena_name.memory
+            );
+            self.report(
+                Violation::new(ViolationKind::SlotSourceMismatch, message)
+                    .tensor(name)
+                    .arena(arena_name),
+            );
+        }
+        if tensor.size == 0 {
+            return None;
+        }
+        if tensor.alignment > 1 && binding.offset % tensor.alignment != 0 {
+            let name = self.tensor_name(tensor_index);
+            let arena_name = self.arena_name(binding.role, binding.memory, binding.source_memory);
+            let subject = self.described(tensor_index);
+            let message = format!(
+                "{subject} is at offset {} in the {arena_name}, which is not a \
+                 multiple of its alignment {}; the planner must use an aligned offset (the \
+                 next one is {})",
+                binding.offset,
+                tensor.alignment,
+                memplan_plugin_api::bounds::align_up(binding.offset, tensor.alignment)
+            );
+            self.report(
+                Violation::new(ViolationKind::Misaligned, message)
+                    .tensor(name)
+                    .arena(arena_name),
+            );
+        }
+        let end = binding.offset.saturating_add(tensor.size);
+        if end > arena.size {
+            let name = self.tensor_name(tensor_index);
+            let arena_name = self.arena_name(binding.role, binding.memory, binding.source_memory);
+            let subject = self.described(tensor_index);
+            let message = format!(
+                "{subject} at offset {} ends at byte {end}, past the end of the \
+                 {arena_name} ({} bytes); the planner must grow the arena to at least {end} \
+                 bytes or place the tensor lower",
+                binding.offset, arena.size
+            );
+            self.report(
+                Violation::new(ViolationKind::OutOfArena, message)
+                    .tensor(name)
+                    .arena(arena_name),
+            );
+        }
+        Some(Slot {
+            tensor: tensor_index,
+            offset: binding.offset,
+            size: tensor.size,
+            alignment: tensor.alignment,
+            lifetime: tensor.lifetime,
+        })
     }
 
     /// Contract 4: an arena's base alignment is at least every slot's alignment, or an aligned

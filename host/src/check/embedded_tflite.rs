@@ -16,11 +16,11 @@
 //! buffers, kernel scratch buffers included, placed around the offline ones, simulated).
 
 use crate::analyze::lifetimes::tflite_micro::TFLM_ALIGNMENT;
-use crate::analyze::sweep::{collisions, Span};
-use crate::analyze::tflm_greedy::{tflm_buffers, tflm_head};
 use crate::analyze::Analysis;
 use crate::error::{Error, Result};
 use crate::input::graph::TflmRole;
+use crate::placement::sweep::{collisions, Span};
+use crate::placement::tflm_greedy::{tflm_buffers, tflm_head};
 use memplan_plugin_api::Lifetime;
 
 /// One problem of an embedded plan.

@@ -1,7 +1,7 @@
 //! Contract 5: two tensors of one arena whose lifetimes overlap do not share bytes; and the
 //! lower bound of each arena.
 //!
-//! The overlap check is the sweep of [`crate::analyze::sweep`] per arena, O(n log n), never
+//! The overlap check is the sweep of [`crate::placement::sweep`] per arena, O(n log n), never
 //! all pairs; it also serves analysis's check of fixed placements. A slot that collides is
 //! reported, naming the slot it collides with; every reported pair is a real collision, of any
 //! two colliding slots at least one is reported (so moving every reported slot clear of its
@@ -10,7 +10,7 @@
 use memplan_plugin_api::bounds::{align_up, arena_lower_bound};
 
 use super::{steps, Checker, Slot, Violation, ViolationKind};
-use crate::analyze::sweep::{self, Span};
+use crate::placement::sweep::{self, Span};
 
 impl Span for Slot {
     fn offset(&self) -> u64 {
@@ -66,7 +66,7 @@ impl Checker<'_> {
 }
 
 /// Each slot that shares bytes with a slot already live when it starts, with that slot
-/// (the sweep of [`crate::analyze::sweep`], which the module docs describe).
+/// (the sweep of [`crate::placement::sweep`], which the module docs describe).
 fn collisions(slots: &[Slot]) -> Vec<(Slot, Slot)> {
     sweep::collisions(slots)
         .into_iter()

@@ -1,8 +1,8 @@
 //! One minimal broken plan per contract rule: a valid plan, changed in one place, must fail
 //! with exactly the expected kind and a message naming what is involved.
 
+use abi_stable::std_types::{ROption, RSome, RString, RVec};
 use memplan_planner_kit::testing::{allocation, tensor};
-use memplan_plugin_api::abi_stable::std_types::{ROption, RSome, RString, RVec};
 use memplan_plugin_api::{
     AliasOf, Allocation, Arena, ArenaRole, Binding, MemoryPlan, MemoryRequest, PlanRequest,
     TensorKind,
@@ -267,6 +267,28 @@ fn contract_2_wrong_memory() {
 }
 
 #[test]
+fn contract_2_an_unpinned_fixed_tensor_stays_in_the_first_scratch_memory() {
+    let (mut analysis, plan) = valid();
+    assert!(analysis.request.tensors[FIXED as usize].memory.is_none());
+    assert!(analysis.request.tensors[FIXED as usize]
+        .fixed_offset
+        .is_some());
+    // DTCM first in the scratch order: the fixed tensor belongs there, not in SRAM.
+    analysis.request.memories[DTCM as usize].scratch_order = RSome(0);
+    analysis.request.memories[SRAM as usize].scratch_order = RSome(1);
+    let violation = the_one(&analysis, plan, ViolationKind::WrongMemory);
+    assert_names_tensor(&violation, "7", "pinned_scratch");
+    assert_mentions(
+        &violation,
+        &[
+            "placed in DTCM",
+            "fixed offset and no memory",
+            "scratch arena in SRAM",
+        ],
+    );
+}
+
+#[test]
 fn contract_2_wrong_constant_source_memory() {
     let (mut analysis, plan) = valid();
     // The request stores the bias in DTCM; the plan stages it from MRAM.
@@ -494,6 +516,9 @@ fn contract_6_over_budget() {
 fn contract_6_read_only_memory() {
     let (mut analysis, plan) = valid();
     analysis.request.memories[SRAM as usize].writable = false;
+    // Out of the scratch order now, SRAM is no longer where an unpinned fixed tensor goes:
+    // pinned there, it is reported for the read-only memory alone.
+    analysis.request.tensors[FIXED as usize].memory = RSome(SRAM);
     let violations = only(&analysis, plan, ViolationKind::ReadOnlyMemory);
     // Scratch, staged constant and persistent arenas are in SRAM.
     assert_eq!(violations.len(), 3, "{violations:#?}");

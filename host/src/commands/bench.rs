@@ -156,25 +156,22 @@ pub fn solution_csv(
                 .count()
         ));
     }
-    let mut out = String::from("id,lower,upper,size,offset\n");
-    for allocation in plan.allocations.iter() {
+    let rows = plan.allocations.iter().filter_map(|allocation| {
         let tensor = &request.tensors[allocation.tensor as usize];
-        if allocation.binding.role != ArenaRole::Scratch
-            || tensor.alias_of.is_some()
-            || tensor.size == 0
-        {
-            continue;
-        }
-        out.push_str(&format!(
-            "{},{},{},{},{}\n",
-            tensor.id,
-            tensor.lifetime.first,
-            u64::from(tensor.lifetime.last) + 1,
-            tensor.size,
-            allocation.binding.offset
-        ));
-    }
-    Ok(out)
+        let own_bytes = allocation.binding.role == ArenaRole::Scratch
+            && tensor.alias_of.is_none()
+            && tensor.size > 0;
+        own_bytes.then(|| {
+            (
+                tensor.id.as_str(),
+                u64::from(tensor.lifetime.first),
+                u64::from(tensor.lifetime.last) + 1,
+                tensor.size,
+                allocation.binding.offset,
+            )
+        })
+    });
+    Ok(memplan_minimalloc::write_solution(rows))
 }
 
 /// A one-line progress bar on stderr (drawn only when it is a terminal and `shown`): runs

@@ -59,7 +59,7 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
     let mut check_time = Duration::ZERO;
     let planning_start = Instant::now();
     // The request carries the first planner's options; another planner whose options differ
-    // gets a copy with its own (a cost paid only with per-planner options).
+    // gets a copy with its own (`request_for`).
     options.set_for(&mut analysis.request, &names[0]);
     // External tensors are not the planner's: it gets the others, renumbered.
     let planner_request = analysis.planner_request();
@@ -68,16 +68,8 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
             .iter()
             .position(|n| n == name)
             .expect("name from the list");
-        let own_options;
-        let request = if planner_request.options.as_str() == options.for_planner(name) {
-            &*planner_request
-        } else {
-            let mut copy = planner_request.clone().into_owned();
-            options.set_for(&mut copy, name);
-            own_options = copy;
-            &own_options
-        };
-        let plan = planners[index].execute(request, limits, config.isolate)?;
+        let request = options.request_for(&planner_request, name);
+        let plan = planners[index].execute(&request, limits, config.isolate)?;
         let plan = analysis.external.restore_indices(plan);
         let check_start = Instant::now();
         let checked = check::check_plan(&analysis, plan).map_err(|violations| {

@@ -43,6 +43,36 @@ pub fn write_tensors_h(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
     writeln!(out, "#include <stddef.h>\n#include <stdint.h>\n")?;
     writeln!(out, "#ifdef __cplusplus\nextern \"C\" {{\n#endif\n")?;
 
+    write_identity(out, plan)?;
+    write_section_macros(out, plan)?;
+    writeln!(out, "{}", expand(&status_enum(plan), p))?;
+
+    write_tensor_ids(out, plan)?;
+    write_region_declarations(out, plan)?;
+
+    writeln!(
+        out,
+        "/* Address of a tensor's bytes; NULL for an empty tensor, an unknown id or an unbound region. */"
+    )?;
+    writeln!(out, "uint8_t *{p}_data_of(uint32_t tensor);\n")?;
+
+    write_staged_declarations(out, plan)?;
+    writeln!(out, "{}", expand(c_templates::HYDRATE_DECLARATION, p))?;
+
+    if plan.external_arenas {
+        write_bind_declarations(out, plan)?;
+    }
+    c_external::write_declarations(out, plan)?;
+
+    writeln!(out, "#ifdef __cplusplus\n}}\n#endif\n")?;
+    writeln!(out, "#endif /* {pm}_TENSORS_H */")?;
+    Ok(())
+}
+
+/// The plan's identity: its hashes, steps, payload digests and whether arenas are external.
+fn write_identity(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
+    let p = &plan.prefix;
+    let pm = plan.macro_prefix();
     writeln!(
         out,
         "/* Identifies the region table; equals plan_hash in {p}_residency.json. */"
@@ -87,7 +117,12 @@ pub fn write_tensors_h(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
         writeln!(out, "#define {pm}_EXTERNAL_ARENAS 1")?;
     }
     writeln!(out)?;
+    Ok(())
+}
 
+/// The `{PREFIX}_SECTION_{MEM}` macros the sources place arrays with ([`section_memories`]).
+fn write_section_macros(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
+    let pm = plan.macro_prefix();
     let sections = section_memories(plan);
     if !sections.is_empty() {
         writeln!(
@@ -103,9 +138,13 @@ pub fn write_tensors_h(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
         }
         writeln!(out)?;
     }
+    Ok(())
+}
 
-    writeln!(out, "{}", expand(&status_enum(plan), p))?;
-
+/// The tensor kinds, the tensor ids by index, and the model's inputs and outputs by position.
+fn write_tensor_ids(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
+    let p = &plan.prefix;
+    let pm = plan.macro_prefix();
     writeln!(out, "enum {p}_tensor_kind {{")?;
     for (value, kind) in KINDS.iter().enumerate() {
         let separator = if value + 1 < KINDS.len() { "," } else { "" };
@@ -162,7 +201,13 @@ pub fn write_tensors_h(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
         }
     }
     writeln!(out)?;
+    Ok(())
+}
 
+/// The arena regions: their enum, sizes and alignments, the descriptor tables and the arena
+/// storage.
+fn write_region_declarations(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
+    let p = &plan.prefix;
     writeln!(
         out,
         "/* Arena regions: scratch, then persistent, then constant; by memory name. */\nenum {p}_arena_region {{"
@@ -245,13 +290,13 @@ pub fn write_tensors_h(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
         }
         writeln!(out)?;
     }
+    Ok(())
+}
 
-    writeln!(
-        out,
-        "/* Address of a tensor's bytes; NULL for an empty tensor, an unknown id or an unbound region. */"
-    )?;
-    writeln!(out, "uint8_t *{p}_data_of(uint32_t tensor);\n")?;
-
+/// The staged constants `{p}_hydrate_constants()` copies into their arenas.
+fn write_staged_declarations(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
+    let p = &plan.prefix;
+    let pm = plan.macro_prefix();
     let staged = plan.staged_regions().count();
     writeln!(out, "/* Staged constants: copied from their source into their arena by {p}_hydrate_constants(). */")?;
     writeln!(out, "#define {pm}_NUM_STAGED_BLOBS {staged}u")?;
@@ -274,15 +319,6 @@ pub fn write_tensors_h(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
             "extern {constness}{p}_staged_blob_t {p}_staged_blobs[{pm}_NUM_STAGED_BLOBS];"
         )?;
     }
-    writeln!(out, "{}", expand(c_templates::HYDRATE_DECLARATION, p))?;
-
-    if plan.external_arenas {
-        write_bind_declarations(out, plan)?;
-    }
-    c_external::write_declarations(out, plan)?;
-
-    writeln!(out, "#ifdef __cplusplus\n}}\n#endif\n")?;
-    writeln!(out, "#endif /* {pm}_TENSORS_H */")?;
     Ok(())
 }
 

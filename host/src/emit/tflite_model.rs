@@ -179,36 +179,9 @@ pub fn model_with_offline_plan(
         Some(at) => input.tables(input.follow(at)?)?,
         None => Vec::new(),
     };
-    let mut external = Vec::new();
-    for &buffer in &buffers {
-        let fields = input.fields(buffer)?;
-        let get = |index: usize| fields.get(index).copied().flatten();
-        let offset = get(BUFFER_OFFSET).map(|at| input.u64(at)).transpose()?;
-        let size = get(BUFFER_SIZE).map(|at| input.u64(at)).transpose()?;
-        external.push(
-            offset
-                .filter(|&offset| offset > 1)
-                .map(|offset| (offset, size.unwrap_or(0))),
-        );
-    }
+    let external = external_buffers(&input, &buffers)?;
     // Metadata entries kept: all but an existing offline plan.
-    let mut metadata = Vec::new();
-    if let Some(at) = field(MODEL_METADATA) {
-        for entry in input.tables(input.follow(at)?)? {
-            let fields = input.fields(entry)?;
-            let name = match fields.get(METADATA_NAME).copied().flatten() {
-                Some(at) => {
-                    let string = input.follow(at)?;
-                    let len = input.u32(string)? as usize;
-                    Some(input.slice(string + 4, len)?)
-                }
-                None => None,
-            };
-            if name != Some(OFFLINE_PLAN_METADATA) {
-                metadata.push(entry);
-            }
-        }
-    }
+    let metadata = metadata_kept(&input, field(MODEL_METADATA))?;
 
     let mut prefix = Prefix::default();
     prefix.u32(0); // root uoffset, patched below
@@ -314,7 +287,65 @@ pub fn model_with_offline_plan(
     prefix.bytes.extend_from_slice(OFFLINE_PLAN_METADATA);
     prefix.bytes.push(0);
 
-    // The plan's bytes, 16-byte aligned like every buffer's data.
+    write_plan_words(&mut prefix, plan_data_reference, subgraph_count, offsets);
+
+    // Patch: the input starts right after the prefix.
+    patch_references(&mut prefix, root_table, &moved_offsets, path)?;
+    let mut model = prefix.bytes;
+    model.extend_from_slice(file);
+    check_written(&model, offsets, path)?;
+    Ok(model)
+}
+
+/// Per buffer table of the input, its `(offset, size)` when it keeps its bytes outside the
+/// flatbuffer (offset above 1), else `None`.
+fn external_buffers(input: &Input, buffers: &[usize]) -> Result<Vec<Option<(u64, u64)>>> {
+    let mut external = Vec::new();
+    for &buffer in buffers {
+        let fields = input.fields(buffer)?;
+        let get = |index: usize| fields.get(index).copied().flatten();
+        let offset = get(BUFFER_OFFSET).map(|at| input.u64(at)).transpose()?;
+        let size = get(BUFFER_SIZE).map(|at| input.u64(at)).transpose()?;
+        external.push(
+            offset
+                .filter(|&offset| offset > 1)
+                .map(|offset| (offset, size.unwrap_or(0))),
+        );
+    }
+    Ok(external)
+}
+
+/// The input's metadata entries to keep (vector at `at`, if any): all but an existing
+/// offline plan.
+fn metadata_kept(input: &Input, at: Option<usize>) -> Result<Vec<usize>> {
+    let mut metadata = Vec::new();
+    if let Some(at) = at {
+        for entry in input.tables(input.follow(at)?)? {
+            let fields = input.fields(entry)?;
+            let name = match fields.get(METADATA_NAME).copied().flatten() {
+                Some(at) => {
+                    let string = input.follow(at)?;
+                    let len = input.u32(string)? as usize;
+                    Some(input.slice(string + 4, len)?)
+                }
+                None => None,
+            };
+            if name != Some(OFFLINE_PLAN_METADATA) {
+                metadata.push(entry);
+            }
+        }
+    }
+    Ok(metadata)
+}
+
+/// The plan's words (version, subgraphs, count, offsets) as the plan buffer's data, 16-byte
+/// aligned like every buffer's data, referenced from `plan_data_reference`.
+fn write_plan_words(
+    prefix: &mut Prefix,
+    plan_data_reference: usize,
+    subgraph_count: u32,
+    offsets: &[i32],
+) {
     prefix.pad_to(16, 12);
     let here = prefix.here();
     prefix.references.push((plan_data_reference, here));
@@ -331,8 +362,16 @@ pub fn model_with_offline_plan(
         prefix.u32(word as u32);
     }
     prefix.pad_to(16, 0);
+}
 
-    // Patch: the input starts right after the prefix.
+/// Sets the root offset and every reference of the prefix, the input starting right after
+/// it, and moves the offsets of external buffers by the prefix's length.
+fn patch_references(
+    prefix: &mut Prefix,
+    root_table: usize,
+    moved_offsets: &[usize],
+    path: &Path,
+) -> Result<()> {
     let shift = prefix.bytes.len();
     prefix.bytes[0..4].copy_from_slice(&(root_table as u32).to_le_bytes());
     for &(at, target) in &prefix.references {
@@ -349,16 +388,13 @@ pub fn model_with_offline_plan(
         })?;
         prefix.bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
     }
-    for at in moved_offsets {
+    for &at in moved_offsets {
         let mut word = [0u8; 8];
         word.copy_from_slice(&prefix.bytes[at..at + 8]);
         let moved = u64::from_le_bytes(word) + shift as u64;
         prefix.bytes[at..at + 8].copy_from_slice(&moved.to_le_bytes());
     }
-    let mut model = prefix.bytes;
-    model.extend_from_slice(file);
-    check_written(&model, offsets, path)?;
-    Ok(model)
+    Ok(())
 }
 
 /// Reads the written model back (flatbuffer verification included) and compares its offline
@@ -388,8 +424,8 @@ mod tests {
     use crate::input::LifetimeRule;
 
     fn corpus_model(name: &str) -> Option<Vec<u8>> {
-        let dir = std::env::var_os("MEMPLAN_CORPUS")?;
-        Some(std::fs::read(Path::new(&dir).join("models").join(name)).expect("corpus model"))
+        let models = memplan_planner_kit::testing::corpus_dir("models")?;
+        Some(std::fs::read(models.join(name)).expect("corpus model"))
     }
 
     fn embedded_offsets(bytes: &[u8]) -> Option<Vec<i32>> {

@@ -5,7 +5,7 @@
 //! Offsets: a tensor TFLM plans (not constant, not variable, not a VAR_HANDLE output, not
 //! empty) gets its offset in memplan's scratch arena; every other tensor -1. Kernel scratch
 //! buffers cannot be given offsets: TFLM places them itself, largest first, in the lowest gap
-//! the offline tensors leave (simulated with [`crate::analyze::tflm_greedy`]).
+//! the offline tensors leave (simulated with [`crate::placement::tflm_greedy`]).
 //!
 //! The written plan never makes TFLM's head larger than TFLM's own plan gives: when memplan's
 //! offsets would (kernel scratch buffers land above a tight plan), or when the result cannot be
@@ -15,11 +15,11 @@
 
 use memplan_plugin_api::ArenaRole;
 
-use crate::analyze::tflm_greedy::{tflm_buffers, tflm_head};
 use crate::analyze::Analysis;
 use crate::check::CheckedPlan;
 use crate::error::{Error, Result};
 use crate::input::graph::TfliteOrigin;
+use crate::placement::tflm_greedy::{tflm_buffers, tflm_head};
 
 /// TFLite Micro's word for "plan this tensor online".
 pub const ONLINE: i32 = -1;
@@ -135,7 +135,7 @@ pub fn offline_plan(
             (Some(_), Some(_)) => None,
             _ => Some(format!(
                 "the model has more buffers than memplan simulates TFLite Micro's planner for ({})",
-                crate::analyze::tflm_greedy::MAX_SIMULATED_BUFFERS
+                crate::placement::tflm_greedy::MAX_SIMULATED_BUFFERS
             )),
         }
     });

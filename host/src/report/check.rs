@@ -193,8 +193,8 @@ fn arena_name(analysis: &Analysis, arena: &memplan_plugin_api::Arena) -> check::
 mod tests {
     use super::*;
     use crate::check::{Violation, ViolationKind};
+    use abi_stable::std_types::{RNone, RSome, RString, RVec};
     use memplan_planner_kit::testing::allocation;
-    use memplan_plugin_api::abi_stable::std_types::{RNone, RSome, RString, RVec};
     use memplan_plugin_api::{
         Arena, ArenaRole, Lifetime, MemoryPlan, MemoryRequest, PlanRequest, TensorKind,
         TensorRequest,

@@ -133,7 +133,7 @@ struct SummaryDocument<'a> {
 }
 
 /// For a `.tflite` input: TensorFlow Lite Micro's arena head (bytes) with its own plan and with
-/// memplan's offline plan, as simulated (`analyze::tflm_greedy`).
+/// memplan's offline plan, as simulated (`placement::tflm_greedy`).
 #[derive(Serialize)]
 struct TfliteMicroSummary<'a> {
     /// TFLM's head with its own plan (no offline plan).

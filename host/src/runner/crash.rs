@@ -82,6 +82,36 @@ fn report_and_exit(what: &[&[u8]]) {
     unix::exit_now(i32::from(ErrorKind::Plugin.exit_code()));
 }
 
+/// A signal's conventional name and what it usually means, e.g. "SIGSEGV (segmentation
+/// fault)"; `None` for signals without one here. The one table of names: the isolated
+/// worker's report uses it, and so does the fatal-signal handler below, which must not
+/// allocate (hence static strings).
+pub fn signal_meaning(signal: i32) -> Option<&'static str> {
+    Some(match signal {
+        1 => "SIGHUP (hangup)",
+        2 => "SIGINT (interrupt)",
+        3 => "SIGQUIT (quit)",
+        4 => "SIGILL (illegal instruction)",
+        5 => "SIGTRAP (trace/breakpoint trap)",
+        6 => "SIGABRT (abort)",
+        8 => "SIGFPE (arithmetic exception)",
+        9 => "SIGKILL (killed)",
+        11 => "SIGSEGV (segmentation fault)",
+        13 => "SIGPIPE (broken pipe)",
+        14 => "SIGALRM (alarm clock)",
+        15 => "SIGTERM (terminated)",
+        #[cfg(target_os = "linux")]
+        7 => "SIGBUS (bus error)",
+        #[cfg(target_os = "linux")]
+        24 => "SIGXCPU (CPU time limit exceeded)",
+        #[cfg(target_os = "linux")]
+        31 => "SIGSYS (bad system call)",
+        #[cfg(not(target_os = "linux"))]
+        10 => "SIGBUS (bus error)",
+        _ => return None,
+    })
+}
+
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod unix {
     use std::sync::Once;
@@ -95,14 +125,7 @@ mod unix {
     ];
 
     fn signal_name(signal: libc::c_int) -> &'static [u8] {
-        match signal {
-            libc::SIGSEGV => b"SIGSEGV (invalid memory access)",
-            libc::SIGBUS => b"SIGBUS (bus error)",
-            libc::SIGABRT => b"SIGABRT (abort)",
-            libc::SIGFPE => b"SIGFPE (arithmetic fault)",
-            libc::SIGILL => b"SIGILL (illegal instruction)",
-            _ => b"a fatal signal",
-        }
+        super::signal_meaning(signal).map_or(b"a fatal signal", str::as_bytes)
     }
 
     extern "C" fn on_fatal_signal(signal: libc::c_int) {

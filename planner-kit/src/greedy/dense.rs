@@ -39,7 +39,11 @@
 //! and the point lists are faster; packing therefore starts with the point lists and
 //! switches to this index when they turn out crowded ([`Crowding`]).
 
-use super::*;
+use super::heap::Placements;
+use super::item::{Bytes, Item, Word};
+use super::timeline::StabbingTree;
+use super::TimeIndex;
+use crate::Packing;
 
 /// The union of byte ranges recorded into one node: merged ranges sorted by offset, then
 /// ranges appended since the last merge. Reading it gives ranges that may overlap, as

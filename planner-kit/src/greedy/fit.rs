@@ -1,6 +1,7 @@
 //! The fit policy: which gap a buffer takes among the occupied byte ranges (best or first).
 
-use super::*;
+use super::Fit;
+use memplan_plugin_api::bounds::align_up;
 
 /// The offset for a buffer of `size` bytes among the `occupied` byte ranges `(offset, end)`
 /// (sorted by offset; they may overlap one another), never across one of the `barriers`

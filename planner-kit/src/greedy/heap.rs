@@ -1,7 +1,20 @@
 //! The buffers placed so far, indexed over time ([`Heap`]): short-lived buffers in lists per
 //! start step, long-lived ones in a stabbing tree.
 
-use super::*;
+use std::ops::RangeInclusive;
+
+use super::item::{Bytes, Item, LongSlot, Slot, Word};
+use super::timeline::{Lists, StabbingTree};
+use super::TimeIndex;
+use crate::Packing;
+
+/// Points per leaf of the long buffers' tree: coarser leaves keep the tree small enough to
+/// stay in cache, at the price of filtering out long buffers live elsewhere in the block.
+const TREE_BLOCK: u32 = 8;
+
+/// Levels of the tree, from the leaves up, that warming reads: the levels above hold few
+/// nodes, read by every placement, and stay in cache.
+const WARM_TREE_LEVELS: usize = 3;
 
 /// The room a [`Heap`] needs, counted buffer by buffer.
 pub(super) struct HeapRoom {

@@ -1,7 +1,10 @@
 //! The per-buffer record placement reads ([`Item`]), the word it stores sizes in ([`Word`]),
 //! and the slots the time index keeps ([`Slot`]).
 
-use super::*;
+use std::ops::RangeInclusive;
+
+use super::SHORT_SPAN;
+use crate::Buffer;
 
 /// What sorting and placing one buffer need, in one record, so that placement reads the
 /// records of a window one after the other instead of reaching into several arrays.

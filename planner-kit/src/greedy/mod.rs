@@ -94,8 +94,6 @@ use std::cell::Cell;
 use std::ops::RangeInclusive;
 
 use crate::{Buffer, Packing};
-use memplan_plugin_api::bounds::align_up;
-use memplan_plugin_api::Lifetime;
 
 mod dense;
 mod fit;
@@ -119,10 +117,6 @@ use timeline::*;
 /// the `pack_bench` example of `greedy-bestfit`.
 pub const SHORT_SPAN: u32 = 2;
 
-/// Points per leaf of the long buffers' tree: coarser leaves keep the tree small enough to
-/// stay in cache, at the price of filtering out long buffers live elsewhere in the block.
-const TREE_BLOCK: u32 = 8;
-
 /// Points per window of time (see the module documentation): small enough that the lists a
 /// window's placements read stay in the CPU's cache (4096 points of a model-like trace: about
 /// 100 KiB of lists), large enough that few buffers cross a window boundary. Chosen by
@@ -140,10 +134,6 @@ const WARM_FROM: usize = 16;
 /// placement it serves: streamed, that costs about what one cache miss does, and a
 /// placement reads a few lines at random. It keeps warming linear in the placements.
 const WARM_PER_PLACEMENT: usize = 128;
-
-/// Levels of the tree, from the leaves up, that warming reads: the levels above hold few
-/// nodes, read by every placement, and stay in cache.
-const WARM_TREE_LEVELS: usize = 3;
 
 /// The order in which buffers are taken.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

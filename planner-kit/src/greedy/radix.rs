@@ -1,6 +1,7 @@
 //! Placement order: a distinct key per buffer ([`PlacementKey`]) and the radix sort over it.
 
-use super::*;
+use super::item::{Item, Word};
+use super::{Fit, Order};
 
 /// Placement order as a key per buffer: buffers are placed in increasing key order, and
 /// every key is distinct (the buffer index breaks ties).

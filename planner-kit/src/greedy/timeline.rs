@@ -1,7 +1,11 @@
 //! The time index: lifetimes mapped onto distinct start steps ([`Timeline`]), lists per key
 //! ([`Lists`]) and the stabbing tree of long-lived buffers ([`StabbingTree`]).
 
-use super::*;
+use std::ops::RangeInclusive;
+
+use super::item::{LongSlot, Slot, Word};
+use crate::Buffer;
+use memplan_plugin_api::Lifetime;
 
 /// Lifetimes mapped onto the sorted distinct start steps, so that the time index has one
 /// list per start step rather than one per op step.

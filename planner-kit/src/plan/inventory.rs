@@ -1,7 +1,9 @@
 //! The one pass over the request: validation, and the lists of tensors by role and memory
 //! that the later passes work from ([`Inventory`]).
 
-use super::*;
+use super::invalid;
+use crate::Buffer;
+use memplan_plugin_api::{ArenaRole, PlanError, PlanRequest, TensorRequest};
 
 /// What the one pass over the request (`validate`) finds. With a million tensors the
 /// request is over 100 MB, and every pass over it costs as much as a good part of the

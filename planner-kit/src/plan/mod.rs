@@ -56,10 +56,6 @@
 //! tensors come in runs from one arena, as they do when one arena holds most of them; at
 //! worst O(n × arenas)).
 
-use std::collections::BTreeMap;
-
-use memplan_plugin_api::abi_stable::std_types::{RString, RVec};
-
 mod inventory;
 mod passes;
 #[cfg(test)]
@@ -69,14 +65,9 @@ use inventory::*;
 use passes::*;
 
 use crate::bump::BumpPacker;
-use crate::greedy::{pack_greedy_between, Fit, Order};
-use crate::{Buffer, Packer};
-use memplan_plugin_api::bounds::align_up;
+use crate::Packer;
 use memplan_plugin_api::HostContext;
-use memplan_plugin_api::{
-    Allocation, Arena, ArenaRole, Binding, MemoryPlan, PlanError, PlanErrorKind, PlanRequest,
-    TensorRequest,
-};
+use memplan_plugin_api::{ArenaRole, MemoryPlan, PlanError, PlanErrorKind, PlanRequest};
 
 /// Plans a whole request with `packer` doing the scratch packing (see the module docs).
 pub fn plan_with_packer(

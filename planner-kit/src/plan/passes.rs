@@ -2,7 +2,20 @@
 //! the allocations in tensor order ([`KitState`]). The spill algorithm is described in the
 //! module docs of `plan`.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use memplan_plugin_api::abi_stable::std_types::{RString, RVec};
+use memplan_plugin_api::bounds::align_up;
+use memplan_plugin_api::{
+    Allocation, Arena, ArenaRole, Binding, HostContext, MemoryPlan, PlanError, PlanErrorKind,
+    PlanRequest,
+};
+
+use super::invalid;
+use super::inventory::{buffer_of, Inventory};
+use crate::bump::BumpPacker;
+use crate::greedy::{pack_greedy_between, Fit, Order};
+use crate::{Buffer, Packer};
 
 /// One packed arena, not yet charged to its memory.
 pub(super) struct PackedArena {
@@ -63,23 +76,10 @@ impl<'a> KitState<'a> {
         context: &'a HostContext,
         inventory: Inventory,
     ) -> KitState<'a> {
-        let mut ordered: Vec<(u32, u32)> = request
-            .memories
-            .iter()
-            .enumerate()
-            .filter(|(_, memory)| memory.writable)
-            .filter_map(|(index, memory)| {
-                memory
-                    .scratch_order
-                    .into_option()
-                    .map(|order| (order, index as u32))
-            })
-            .collect();
-        ordered.sort_unstable();
         KitState {
             request,
             context,
-            scratch_order: ordered.into_iter().map(|(_, index)| index).collect(),
+            scratch_order: request.scratch_order(),
             used: vec![0; request.memories.len()],
             inventory,
             arenas: Vec::new(),

@@ -3,8 +3,8 @@ use memplan_plugin_api::abi_stable::std_types::{ROption, RString, RVec};
 use super::*;
 use crate::greedy::{pack_greedy, Fit, Order};
 use crate::testing::{assert_valid_plan, memory, tensor};
-use crate::Packing;
-use memplan_plugin_api::{AliasOf, MemoryRequest, TensorKind, TensorRequest};
+use crate::{Buffer, Packing};
+use memplan_plugin_api::{AliasOf, Arena, Binding, MemoryRequest, TensorKind, TensorRequest};
 
 struct Greedy;
 impl Packer for Greedy {

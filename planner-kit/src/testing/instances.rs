@@ -1,30 +1,44 @@
 //! Instances for planner tests and benchmarks: generated ones (a model-like trace, guillotine
 //! cuts with a known optimum), the shared corpus's location, and conversions between packer
-//! buffers, plan requests and MiniMalloc CSV text.
-//!
-//! Reading a MiniMalloc CSV is the host's job (`memplan::input::read_model`, the one reader,
-//! with its error messages); [`buffers_from_rows`] turns the tensors it reads into buffers.
+//! buffers, plan requests and MiniMalloc CSV files (through `memplan-minimalloc`, the reader
+//! and writer the host uses too).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use memplan_plugin_api::abi_stable::std_types::{RString, RVec};
-use memplan_plugin_api::bounds::{align_up, lower_bound};
+use memplan_plugin_api::bounds::align_up;
 use memplan_plugin_api::{Lifetime, PlanRequest, TensorKind, TensorRequest};
 
 use super::{buffer, memory, tensor};
 use crate::{Buffer, FixedOffset, XorShift64Star};
 
-/// Packer buffers from rows of `(size, alignment, lifetime, fixed offset)`, e.g. the tensors
-/// the host reads from a MiniMalloc CSV; a missing alignment is 1.
-pub fn buffers_from_rows(
-    rows: impl IntoIterator<Item = (u64, Option<u64>, Lifetime, Option<u64>)>,
-) -> Vec<Buffer> {
+/// The buffers of the MiniMalloc CSV at `path` (a missing alignment is 1); the error names
+/// the file and line.
+pub fn read_minimalloc(path: &Path) -> Result<Vec<Buffer>, String> {
+    let file = path.display();
+    let rows = memplan_minimalloc::read_file(path)?;
     rows.into_iter()
-        .map(|(size, alignment, lifetime, fixed_offset)| Buffer {
-            size,
-            alignment: alignment.unwrap_or(1).max(1),
-            lifetime,
-            fixed_offset: fixed_offset.into(),
+        .map(|row| {
+            let last = u32::try_from(row.upper - 1).map_err(|_| {
+                format!(
+                    "{file}: buffer '{}': upper {} is past 2^32",
+                    row.id, row.upper
+                )
+            })?;
+            if row.offset == Some(u64::MAX) {
+                return Err(format!(
+                    "{file}: buffer '{}': offset {} is past 64 bits",
+                    row.id,
+                    u64::MAX
+                ));
+            }
+            Ok(Buffer {
+                size: row.size,
+                alignment: row.alignment.unwrap_or(1).max(1),
+                // `lower < upper`: the format's rule.
+                lifetime: Lifetime::new(row.lower as u32, last),
+                fixed_offset: row.offset.into(),
+            })
         })
         .collect()
 }
@@ -101,38 +115,38 @@ pub fn model_like_trace(count: usize, seed: u64) -> Vec<Buffer> {
         .collect()
 }
 
-/// `buffers` as a MiniMalloc CSV (`id,lower,upper,size,alignment`, half-open lifetimes),
-/// which `memplan` reads; fixed offsets are not written.
+/// `buffers` as a MiniMalloc CSV (`id,lower,upper,size,alignment`, half-open lifetimes,
+/// ids their indices), which `memplan` reads; fixed offsets are not written.
 pub fn minimalloc_csv(buffers: &[Buffer]) -> String {
-    let mut text = String::from("id,lower,upper,size,alignment\n");
-    for (index, buffer) in buffers.iter().enumerate() {
+    memplan_minimalloc::write_problem(buffers.iter().enumerate().map(|(index, buffer)| {
         let (first, last) = (buffer.lifetime.first, buffer.lifetime.last);
-        let line = format!(
-            "{index},{first},{},{},{}\n",
-            last + 1,
+        (
+            index,
+            u64::from(first),
+            u64::from(last) + 1,
             buffer.size,
-            buffer.alignment
-        );
-        text.push_str(&line);
-    }
-    text
+            buffer.alignment,
+        )
+    }))
 }
 
-/// The lower bound of one arena holding `buffers`, each size rounded to its alignment (the
-/// figure `memplan bench` prints beside a height).
-pub fn aligned_lower_bound(buffers: &[Buffer]) -> u64 {
-    lower_bound(
-        buffers
-            .iter()
-            .map(|b| (align_up(b.size, b.alignment), b.lifetime)),
-    )
+/// The shared corpus, `$MEMPLAN_CORPUS`, when it is set (panics if it is set but is not a
+/// folder: corpus tests must not skip silently then). The one reading of the variable for
+/// every crate's tests.
+pub fn corpus_root() -> Option<PathBuf> {
+    let root = PathBuf::from(std::env::var_os("MEMPLAN_CORPUS")?);
+    assert!(
+        root.is_dir(),
+        "MEMPLAN_CORPUS={} is not a directory",
+        root.display()
+    );
+    Some(root)
 }
 
 /// `$MEMPLAN_CORPUS/sub`, when `MEMPLAN_CORPUS` is set (panics if it is set but the folder is
 /// missing: corpus tests must not skip silently then).
 pub fn corpus_dir(sub: &str) -> Option<PathBuf> {
-    let root = PathBuf::from(std::env::var_os("MEMPLAN_CORPUS")?);
-    let dir = root.join(sub);
+    let dir = corpus_root()?.join(sub);
     assert!(
         dir.is_dir(),
         "MEMPLAN_CORPUS: {} is not a directory",
@@ -140,6 +154,20 @@ pub fn corpus_dir(sub: &str) -> Option<PathBuf> {
     );
     Some(dir)
 }
+
+/// `tflm_head` of the corpus's `models/README.md`: the arena head TFLite Micro plans for each
+/// model (bytes, measured with TFLite Micro), its kernels' scratch buffers included. memplan's
+/// simulation of TFLite Micro's planner must reproduce it, and its planners match or beat it.
+pub const TFLM_HEAD: [(&str, u64); 8] = [
+    ("hello_world_float.tflite", 128),
+    ("hello_world_int8.tflite", 32),
+    ("micro_speech_quantized.tflite", 5968),
+    ("person_detect.tflite", 55296),
+    ("keyword_scrambled.tflite", 672),
+    ("simple_add_model.tflite", 49152),
+    ("kws_ref_model.tflite", 16000),
+    ("vww_96_int8.tflite", 73728),
+];
 
 #[derive(Clone, Copy)]
 struct Piece {
@@ -202,6 +230,7 @@ pub fn rectangle_cut(width: u64, steps: u32, pieces: usize, seed: u64) -> Vec<Bu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use memplan_plugin_api::bounds::lower_bound;
 
     #[test]
     fn cut_pieces_tile_the_rectangle() {
@@ -240,18 +269,22 @@ mod tests {
     }
 
     #[test]
-    fn rows_become_buffers_with_alignment_at_least_one() {
-        let buffers = buffers_from_rows([
-            (10, Some(8), Lifetime::new(2, 4), None),
-            (3, None, Lifetime::new(0, 0), Some(16)),
-        ]);
-        assert_eq!(
-            (buffers[0].alignment, buffers[0].fixed_offset.get()),
-            (8, None)
-        );
-        assert_eq!(
-            (buffers[1].alignment, buffers[1].fixed_offset.get()),
-            (1, Some(16))
-        );
+    fn written_buffers_read_back_the_same_with_alignment_at_least_one() {
+        let mut buffers = model_like_trace(50, 7);
+        buffers[3].alignment = 1;
+        let dir = std::env::temp_dir().join(format!("memplan-kit-csv-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("trace.csv");
+        std::fs::write(&path, minimalloc_csv(&buffers)).unwrap();
+        let read = read_minimalloc(&path);
+        std::fs::write(&path, "id,lower,upper,size\nx,2,5,10\n").unwrap();
+        let bare = read_minimalloc(&path);
+        std::fs::write(&path, "id,lower,upper,size\nx,2,2,10\n").unwrap();
+        let bad = read_minimalloc(&path);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(read.unwrap(), buffers);
+        assert_eq!(bare.unwrap(), [buffer(10, 2, 4)]);
+        let error = bad.unwrap_err();
+        assert!(error.ends_with("trace.csv:2: buffer 'x': lower 2 must be below upper 2 (the lifetime [lower, upper) is half-open)"), "{error}");
     }
 }

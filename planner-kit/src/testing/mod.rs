@@ -22,8 +22,8 @@ pub use crate::random::XorShift64Star;
 
 mod instances;
 pub use instances::{
-    aligned_lower_bound, buffers_from_rows, corpus_dir, minimalloc_csv, model_like_trace,
-    rectangle_cut, single_memory_request, tflm_greedy_medium,
+    corpus_dir, corpus_root, minimalloc_csv, model_like_trace, read_minimalloc, rectangle_cut,
+    single_memory_request, tflm_greedy_medium, TFLM_HEAD,
 };
 
 /// CPU time this thread has run for (Linux `/proc/thread-self/schedstat`), `None`

@@ -1,8 +1,11 @@
 //! Benchmark of the `exact` packer (run in release):
 //!
 //! ```text
-//! cargo run --release -p memplan-planner-exact --example bench -- [--time S] INSTANCE...
+//! cargo run --release -p memplan-planner-exact --example bench -- [--time S] [--options JSON] INSTANCE...
 //! ```
+//!
+//! `--options` takes the planner's options, e.g. `'{"bisection": false}'` to measure what one
+//! search technique brings (see `Techniques`); `--time` overrides its `time_limit_s`.
 //!
 //! An INSTANCE is a MiniMalloc CSV file (half-open lifetimes) or `cut:PIECES[:SEED[:STEPS]]`,
 //! a 2^20-byte x STEPS (default 1000) rectangle cut into PIECES buffers (optimum = its width). One line per instance: buffers,
@@ -12,10 +15,9 @@ use std::time::{Duration, Instant};
 
 use memplan_planner_exact::problem::Problem;
 use memplan_planner_exact::search::Deadline;
-use memplan_planner_exact::{greedy, ExactPacker, DEFAULT_TIME_LIMIT};
-use memplan_planner_kit::testing::{buffers_from_rows, rectangle_cut};
-use memplan_planner_kit::{Buffer, Packer};
-use memplan_plugin_api::bounds::lower_bound;
+use memplan_planner_exact::{greedy, ExactOptions, ExactPacker};
+use memplan_planner_kit::testing::{read_minimalloc, rectangle_cut};
+use memplan_planner_kit::{arena_lower_bound, Buffer, Packer};
 use memplan_plugin_api::HostContext;
 
 /// Width and steps of the cut rectangles.
@@ -38,12 +40,7 @@ fn load(instance: &str) -> Result<Vec<Buffer>, String> {
             seed,
         ));
     }
-    // The host's MiniMalloc reader (the one reader, with its messages); rows have lifetimes.
-    let model = memplan::input::read_model(instance.as_ref()).map_err(|error| error.to_string())?;
-    Ok(buffers_from_rows(model.tensors.iter().map(|tensor| {
-        let lifetime = tensor.lifetime.expect("MiniMalloc rows have lifetimes");
-        (tensor.size, tensor.alignment, lifetime, tensor.fixed_offset)
-    })))
+    read_minimalloc(instance.as_ref())
 }
 
 fn greedy_height(buffers: &[Buffer]) -> u64 {
@@ -63,22 +60,29 @@ fn greedy_height(buffers: &[Buffer]) -> u64 {
 
 fn main() -> Result<(), String> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let mut time_limit = DEFAULT_TIME_LIMIT;
+    let mut options = ExactOptions::default();
+    if let Some(position) = args.iter().position(|arg| arg == "--options") {
+        let json = args
+            .get(position + 1)
+            .ok_or("--options needs a JSON object")?;
+        options = ExactOptions::parse(json).map_err(|error| error.message.to_string())?;
+        args.drain(position..position + 2);
+    }
     if let Some(position) = args.iter().position(|arg| arg == "--time") {
         let seconds: f64 = args
             .get(position + 1)
             .and_then(|text| text.parse().ok())
             .ok_or("--time needs a number of seconds")?;
-        time_limit = Duration::from_secs_f64(seconds);
+        options.time_limit = Duration::from_secs_f64(seconds);
         args.drain(position..position + 2);
     }
     let context = HostContext::detached();
     println!("instance | buffers | lower bound | greedy | exact | time | note");
     for instance in &args {
         let buffers = load(instance)?;
-        let bound = lower_bound(buffers.iter().map(|buffer| (buffer.size, buffer.lifetime)));
+        let bound = arena_lower_bound(&buffers);
         let started = Instant::now();
-        let packing = ExactPacker::new(time_limit)
+        let packing = ExactPacker::from_options(&options)
             .pack(&buffers, &context)
             .map_err(|error| error.message.to_string())?;
         let elapsed = started.elapsed();

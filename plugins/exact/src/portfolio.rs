@@ -3,7 +3,7 @@
 //!
 //! Per arena (the kit's `plan_with_packer` does constants, persistent tensors, memories, spill
 //! and aliases around it):
-//! 1. the arena's lower bound (the one memplan reports: `bounds::arena_lower_bound`). No
+//! 1. the arena's lower bound (the one memplan reports: the kit's `arena_lower_bound`). No
 //!    packing is lower, so a candidate that reaches it ends the search, proven optimal;
 //! 2. cheap candidates, each O(n log n): the kit's greedy packer by decreasing size with best
 //!    and first fit (first fit is TFLite Micro's planner), by duration, by area (XLA's heap
@@ -31,13 +31,12 @@ use std::time::Duration;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use memplan_planner_kit::{
-    greedy_ranks, pack_greedy_ranked, pack_greedy_until, plan_with_packer, Buffer, Fit, Order,
-    Packer, Packing, PlannerOptions, Stopped, XorShift64Star,
+    arena_lower_bound, greedy_ranks, pack_greedy_ranked, pack_greedy_until, plan_with_packer,
+    Buffer, Fit, Order, Packer, Packing, PlannerOptions, Stopped, XorShift64Star,
 };
-use memplan_plugin_api::bounds;
 use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanErrorKind, PlanRequest, Planner};
 
-use crate::ExactPacker;
+use crate::packer::ExactPacker;
 
 /// Search time for a whole plan when `time_limit_s` is not given.
 pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(1);
@@ -102,15 +101,6 @@ impl Planner for Portfolio {
 pub struct PortfolioPacker {
     /// Holds the plan's deadline, shared by every arena.
     exact: ExactPacker,
-}
-
-/// The lower bound of one arena holding `buffers` (the host's figure: [`bounds::arena_lower_bound`]).
-pub fn arena_lower_bound(buffers: &[Buffer]) -> u64 {
-    bounds::arena_lower_bound(
-        buffers
-            .iter()
-            .map(|buffer| (buffer.size, buffer.alignment, buffer.lifetime)),
-    )
 }
 
 impl Packer for PortfolioPacker {

@@ -24,24 +24,10 @@ use std::time::{Duration, Instant};
 
 use memplan_planner_greedy_bestfit::GreedyBestFit;
 use memplan_planner_kit::testing::{
-    aligned_lower_bound, buffers_from_rows, minimalloc_csv, model_like_trace,
-    single_memory_request, thread_cpu_time,
+    minimalloc_csv, model_like_trace, read_minimalloc, single_memory_request, thread_cpu_time,
 };
-use memplan_planner_kit::Buffer;
+use memplan_planner_kit::{arena_lower_bound, Buffer};
 use memplan_plugin_api::{HostContext, MemoryPlan, PlanRequest, Planner};
-
-/// One corpus file's buffers, read by the host's MiniMalloc reader.
-fn read_buffers(path: &Path) -> Vec<Buffer> {
-    let model = memplan::input::read_model(path).unwrap_or_else(|error| panic!("{error}"));
-    buffers_from_rows(model.tensors.iter().map(|t| {
-        (
-            t.size,
-            t.alignment,
-            t.lifetime.expect("CSV rows have lifetimes"),
-            t.fixed_offset,
-        )
-    }))
-}
 
 /// The generated traces: (file name, buffer count).
 const GENERATED: [(&str, usize); 2] = [
@@ -106,7 +92,7 @@ fn print_row(name: &str, buffers: &[Buffer], options: &str, timings: &Timings) {
         .map(|a| a.offset + a.size)
         .max()
         .unwrap_or(0);
-    let bound = aligned_lower_bound(buffers);
+    let bound = arena_lower_bound(buffers);
     let (wall, cpu) = timings.medians();
     println!(
         "{name:<46} {options:<16} {:>9} {height:>10} {bound:>10} {:>7.4} {:>10.2} {:>10.2}",
@@ -149,7 +135,7 @@ fn main() {
         files.sort();
         for path in files {
             let name = format!("{sub}/{}", path.file_name().unwrap().to_string_lossy());
-            let buffers = read_buffers(&path);
+            let buffers = read_minimalloc(&path).unwrap();
             let request = request(&buffers, options);
             let mut timings = Timings::new();
             for _ in 0..5 {

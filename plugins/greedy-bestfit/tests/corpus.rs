@@ -2,27 +2,10 @@
 //! figures with `{"fit":"first"}`, and the MiniMalloc challenge instances within 1.45x of the
 //! lower bound with the default best fit.
 
-use std::path::Path;
-
 use memplan_planner_greedy_bestfit::GreedyPacker;
-use memplan_planner_kit::testing::{
-    aligned_lower_bound, assert_valid_packing, buffers_from_rows, corpus_dir,
-};
-use memplan_planner_kit::{Buffer, Packer};
+use memplan_planner_kit::testing::{assert_valid_packing, corpus_dir, read_minimalloc};
+use memplan_planner_kit::{arena_lower_bound, Buffer, Packer};
 use memplan_plugin_api::HostContext;
-
-/// One corpus file's buffers, read by the host's MiniMalloc reader.
-fn read_buffers(path: &Path) -> Vec<Buffer> {
-    let model = memplan::input::read_model(path).unwrap_or_else(|error| panic!("{error}"));
-    buffers_from_rows(model.tensors.iter().map(|t| {
-        (
-            t.size,
-            t.alignment,
-            t.lifetime.expect("CSV rows have lifetimes"),
-            t.fixed_offset,
-        )
-    }))
-}
 
 fn pack(buffers: &[Buffer], options: &str) -> u64 {
     let packing = GreedyPacker::from_options(options)
@@ -44,7 +27,7 @@ fn first_fit_reproduces_tflm_greedy_figures() {
         ("greedy_overlap_test.csv", 120),
         ("person_detection_greedy_test.csv", 64512),
     ] {
-        let buffers = read_buffers(&dir.join(file));
+        let buffers = read_minimalloc(&dir.join(file)).unwrap();
         assert_eq!(pack(&buffers, r#"{"fit":"first"}"#), tflm, "{file}");
     }
 }
@@ -67,8 +50,8 @@ fn best_fit_is_within_1_45_of_the_lower_bound_on_minimalloc_instances() {
         dir.display()
     );
     for path in files {
-        let buffers = read_buffers(&path);
-        let (height, bound) = (pack(&buffers, "{}"), aligned_lower_bound(&buffers));
+        let buffers = read_minimalloc(&path).unwrap();
+        let (height, bound) = (pack(&buffers, "{}"), arena_lower_bound(&buffers));
         assert!(
             height as f64 <= 1.45 * bound as f64,
             "{}: height {height} > 1.45 x lower bound {bound}",
@@ -83,7 +66,7 @@ fn packing_the_corpus_is_deterministic() {
         eprintln!("MEMPLAN_CORPUS is not set; skipping");
         return;
     };
-    let buffers = read_buffers(&dir.join("K.1048576.csv"));
+    let buffers = read_minimalloc(&dir.join("K.1048576.csv")).unwrap();
     let packer = GreedyPacker::default();
     let first = packer.pack(&buffers, &HostContext::detached()).unwrap();
     for _ in 0..3 {

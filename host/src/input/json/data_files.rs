@@ -1,7 +1,11 @@
 //! Constant bytes: which tensors may carry them, and `data_file` paths (kept inside the
 //! model's directory) read once each.
 
-use super::*;
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+
+use super::documents::DataFileDoc;
+use crate::input::model::{Tensor, TensorKind};
 
 /// Only constants carry bytes, exactly `size` of them (an alias of a constant carries none).
 pub(super) fn data_problem(tensor: &Tensor) -> Option<String> {

@@ -1,7 +1,18 @@
 //! The typed documents serde reads the model into (borrowing ids and base64 from the text),
 //! with the seeds that turn each tensor and operator into the model as it is parsed.
 
-use super::*;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+
+use super::convert_tensor;
+use crate::error::{Error, Result};
+use crate::input::model::{Tensor, TensorKind};
+use crate::input::source::JsonId;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

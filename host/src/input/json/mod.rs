@@ -11,14 +11,7 @@
 //! size overflow, bad base64, ...), carry the file, line and column; errors found afterwards
 //! name the tensor (id and index) or the operator.
 
-use std::borrow::Cow;
-use std::collections::HashMap;
-use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
-use std::path::{Component, Path, PathBuf};
-
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize;
+use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::input::base64;

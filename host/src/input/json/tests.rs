@@ -1,3 +1,5 @@
+use std::path::PathBuf;
+
 use super::*;
 
 /// Writes `text` to a fresh file `name` and reads it as a model.

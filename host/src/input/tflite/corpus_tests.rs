@@ -1,37 +1,24 @@
 //! The reader against the real models of the shared corpus (`MEMPLAN_CORPUS`, see
 //! `data/models/README.md`): planning their scratch tensors and kernel scratch buffers the way
-//! TFLite Micro's greedy planner does (`analyze::tflm_greedy`) must give exactly the arena
+//! TFLite Micro's greedy planner does (`placement::tflm_greedy`) must give exactly the arena
 //! head TFLite Micro itself measured (`tflm_head`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::read_tflite;
 use crate::analyze::lifetimes::tflite_micro::resolve;
-use crate::analyze::tflm_greedy::{tflm_head, TflmBuffer};
 use crate::input::model::{Lifetime, Model, TensorKind};
+use crate::placement::tflm_greedy::{tflm_head, TflmBuffer};
+use memplan_planner_kit::testing::{corpus_dir, TFLM_HEAD};
 use memplan_plugin_api::ArenaRole;
-
-/// `tflm_head` of each model, from the corpus README (measured with TFLite Micro).
-const TFLM_HEAD: [(&str, u64); 8] = [
-    ("hello_world_float.tflite", 128),
-    ("hello_world_int8.tflite", 32),
-    ("micro_speech_quantized.tflite", 5968),
-    ("person_detect.tflite", 55296),
-    ("keyword_scrambled.tflite", 672),
-    ("simple_add_model.tflite", 49152),
-    ("kws_ref_model.tflite", 16000),
-    ("vww_96_int8.tflite", 73728),
-];
 
 /// The corpus models directory, or `None` (test skipped) when `MEMPLAN_CORPUS` is unset.
 fn models_dir() -> Option<PathBuf> {
-    match std::env::var_os("MEMPLAN_CORPUS") {
-        Some(corpus) => Some(Path::new(&corpus).join("models")),
-        None => {
-            eprintln!("MEMPLAN_CORPUS is not set: skipping the .tflite corpus test");
-            None
-        }
+    let dir = corpus_dir("models");
+    if dir.is_none() {
+        eprintln!("MEMPLAN_CORPUS is not set: skipping the .tflite corpus test");
     }
+    dir
 }
 
 /// The buffers TFLite Micro plans for a model: its scratch tensors with a size (kernel

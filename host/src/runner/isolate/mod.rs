@@ -40,6 +40,7 @@ pub mod sandbox;
 pub mod wire;
 pub mod worker_memory;
 
+use super::crash::signal_meaning;
 use super::run::{call_planner, grace_period, RunLimits};
 use crate::error::{Error, Result};
 use crate::printable::escape_hidden;
@@ -1007,32 +1008,13 @@ fn describe_violation(violation: &Violation, _memory_limit: u64) -> String {
     format!("made system call {}", violation.syscall)
 }
 
-/// The conventional name of a signal, with what it usually means.
+/// The signal's number, with its conventional name and what it usually means when known
+/// ([`signal_meaning`]).
 pub fn signal_name(signal: i32) -> String {
-    let name = match signal {
-        1 => "SIGHUP (hangup)",
-        2 => "SIGINT (interrupt)",
-        3 => "SIGQUIT (quit)",
-        4 => "SIGILL (illegal instruction)",
-        5 => "SIGTRAP (trace/breakpoint trap)",
-        6 => "SIGABRT (abort)",
-        8 => "SIGFPE (arithmetic exception)",
-        9 => "SIGKILL (killed)",
-        11 => "SIGSEGV (segmentation fault)",
-        13 => "SIGPIPE (broken pipe)",
-        14 => "SIGALRM (alarm clock)",
-        15 => "SIGTERM (terminated)",
-        #[cfg(target_os = "linux")]
-        7 => "SIGBUS (bus error)",
-        #[cfg(target_os = "linux")]
-        24 => "SIGXCPU (CPU time limit exceeded)",
-        #[cfg(target_os = "linux")]
-        31 => "SIGSYS (bad system call)",
-        #[cfg(not(target_os = "linux"))]
-        10 => "SIGBUS (bus error)",
-        _ => return format!("{signal}"),
-    };
-    format!("{signal}, {name}")
+    match signal_meaning(signal) {
+        Some(name) => format!("{signal}, {name}"),
+        None => format!("{signal}"),
+    }
 }
 
 /// Gives a pipe a 1 MiB buffer (Linux's default limit for unprivileged processes) instead of

@@ -1,0 +1,466 @@
+//! The search scheduler of planner `exact`: [`improve`] lowers each component's packing by
+//! running several search techniques side by side until the arena height is proven optimal,
+//! fits the budget, or time runs out.
+//!
+//! Every component above the target (the lower bound, or the budget to fit) gets a job: its
+//! persistent searches ([`Search`]), a *tight* one capped at the target and a *descent*
+//! capped just below the best height, in each [`Order`] and on the component and its mirror
+//! image in time. Jobs take turns in rounds with node budgets doubling every round, so no
+//! search and no component starves the others. In its turn a job runs, in this order:
+//! 1. its persistent searches, each with the round's budget;
+//! 2. *band splits* ([`crate::bands`]), while the component must tile every column up to
+//!    the target exactly;
+//! 3. *bisection*: fresh searches capped between the target and the best height;
+//! 4. *restarts*: short tight searches in seeded shuffled orders with Luby budgets, one in
+//!    [`MERGED_EVERY`] on a *merged* instance ([`crate::merge`]).
+//!
+//! Each technique has a switch ([`Techniques`], the planner's options), so that each can be
+//! turned off and measured. A job where no switched-on technique can run any more is dropped.
+//! Node budgets, not the clock, decide when to switch searches; the clock only decides where
+//! everything stops, so a run that finishes before its deadline is deterministic.
+
+use crate::bands::BandSplits;
+use crate::merge::MergedRestarts;
+use crate::options::Techniques;
+use crate::problem::Component;
+use crate::search::{Branching, Deadline, End, Order, Search};
+
+/// Nodes each search gets in the first round; doubled every round.
+const FIRST_BUDGET: u64 = 4096;
+/// Components whose lifetimes cover more (buffer, column) pairs than this get a smaller
+/// portfolio of searches and no restarts.
+const LARGE_COMPONENT: usize = 1 << 20;
+/// Restarts per round get this many times the budget of one persistent search.
+const RESTART_SHARE: u64 = 4;
+/// Nodes of the shortest restart.
+const RESTART_UNIT: u64 = 1024;
+/// One restart in this many searches the merged instance ([`crate::merge`]), while it may
+/// hold a packing at the bound.
+pub const MERGED_EVERY: u64 = 3;
+/// Band splits get this many times the budget of one persistent search per round.
+const BANDS_SHARE: u64 = 256;
+/// The bisection cap comes at most this close to the best height: the gap over 2^shift.
+const BISECTION_SHIFT_MAX: u32 = 10;
+/// Bisection searches per component and round, each with the round's node budget.
+const BISECTIONS_PER_ROUND: usize = 4;
+
+/// The Luby sequence 1 1 2 1 1 2 4 1 1 2 ... (`index` from 1): restart lengths within a
+/// constant factor of the best fixed length, whatever the instance.
+fn luby(index: u64) -> u64 {
+    let mut index = index;
+    loop {
+        // Smallest k with 2^k - 1 >= index.
+        let k = 64 - index.leading_zeros() as u64;
+        if index == (1u64 << k) - 1 {
+            return 1 << (k - 1);
+        }
+        index -= (1u64 << (k - 1)) - 1;
+    }
+}
+
+/// What the search achieved for one arena, in units.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    pub height: u64,
+    /// No packing is lower than this.
+    pub lower_bound: u64,
+    pub nodes: u64,
+}
+
+impl Outcome {
+    pub fn is_proven(&self) -> bool {
+        self.height <= self.lower_bound
+    }
+}
+
+/// Lowers the packing of each component by search until the arena height is proven
+/// optimal, or every component is at most `enough` units high (0: minimise), or the deadline
+/// passes, with the `techniques` switched on (see the module documentation). `offsets` holds
+/// a valid packing per component (units) on entry and on return.
+pub fn improve(
+    components: &[Component],
+    offsets: &mut [Vec<u64>],
+    enough: u64,
+    deadline: Deadline<'_>,
+    techniques: Techniques,
+) -> Outcome {
+    // Time runs both ways in the search: the mirrored component is searched too.
+    let mirrored: Vec<Component> = if techniques.mirrored {
+        components.iter().map(Component::mirrored).collect()
+    } else {
+        Vec::new()
+    };
+    let mut scheduler = Scheduler {
+        components,
+        mirrored: &mirrored,
+        heights: components
+            .iter()
+            .zip(offsets.iter())
+            .map(|(component, offsets)| component.height(offsets))
+            .collect(),
+        offsets,
+        lower_bound: components.iter().map(|c| c.lower_bound).max().unwrap_or(0),
+        enough,
+        nodes: 0,
+        restarts: 0,
+        deadline,
+        techniques,
+    };
+    let target = scheduler.done_at();
+    let mut work: Vec<Work> = (0..components.len())
+        .filter(|&index| scheduler.heights[index] > target)
+        .map(|index| scheduler.job(index, target))
+        .collect();
+    let mut budget = FIRST_BUDGET;
+    'rounds: while !work.is_empty() {
+        for job in &mut work {
+            let mut ran = false;
+            for technique in [
+                Scheduler::resume_searches,
+                Scheduler::split_bands,
+                Scheduler::bisect,
+                Scheduler::restart,
+            ] {
+                match technique(&mut scheduler, job, budget) {
+                    Turn::Stopped => break 'rounds,
+                    Turn::Ran => ran = true,
+                    Turn::Idle => {}
+                }
+            }
+            job.idle = !ran;
+        }
+        let done_at = scheduler.done_at();
+        work.retain(|job| {
+            let done = scheduler.heights[job.component] <= done_at || job.idle;
+            if done {
+                scheduler.nodes += job.searches.iter().map(Search::nodes).sum::<u64>();
+            }
+            !done
+        });
+        budget = budget.saturating_mul(2);
+    }
+    scheduler.nodes += work
+        .iter()
+        .flat_map(|job| &job.searches)
+        .map(Search::nodes)
+        .sum::<u64>();
+    Outcome {
+        height: scheduler.heights.iter().copied().max().unwrap_or(0),
+        lower_bound: scheduler.lower_bound,
+        nodes: scheduler.nodes,
+    }
+}
+
+/// One component still above the target, and the state of its techniques.
+struct Work<'a> {
+    component: usize,
+    /// The persistent searches (tight and descents), resumed every round.
+    searches: Vec<Search<'a>>,
+    /// Searches of the component's merged instances ([`crate::merge`]), made at the first
+    /// merged restart (gluing takes time a component solved before then need not spend);
+    /// `Some(None)` when nothing glues.
+    merged: Option<Option<MergedRestarts>>,
+    /// Band splits of the component ([`crate::bands`]), made at its first turn; `Some(None)`
+    /// when it is not a tiling of the target.
+    bands: Option<Option<BandSplits>>,
+    /// Bisection searches started, and the next one's cap below the best height: the gap to
+    /// the bound shifted right by this.
+    bisections: u64,
+    bisection_shift: u32,
+    /// No technique ran in the job's last turn: none ever will, and the job is dropped.
+    idle: bool,
+}
+
+/// What one technique did in a job's turn.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Turn {
+    /// Nothing to do (switched off, or nothing left for it).
+    Idle,
+    Ran,
+    /// The deadline passed or the host asked to stop: every search stops.
+    Stopped,
+}
+
+/// What the techniques share while [`improve`] runs.
+struct Scheduler<'a, 'o, 'd> {
+    components: &'a [Component],
+    /// Each component with time reversed (empty when `mirrored` is off).
+    mirrored: &'a [Component],
+    /// The best packing of each component (units), and its height.
+    offsets: &'o mut [Vec<u64>],
+    heights: Vec<u64>,
+    /// No packing of the arena is lower (units): the components' bound, raised by searches
+    /// that exhaust.
+    lower_bound: u64,
+    /// A height that is low enough (a budget to fit; 0: minimise).
+    enough: u64,
+    /// Nodes of the searches no longer in a job.
+    nodes: u64,
+    /// Restarts so far, over every component: seeds their orders and Luby lengths.
+    restarts: u64,
+    deadline: Deadline<'d>,
+    techniques: Techniques,
+}
+
+impl<'a> Scheduler<'a, '_, '_> {
+    /// Heights at or below this end the search: the lower bound, or a budget to fit.
+    fn done_at(&self) -> u64 {
+        self.lower_bound.max(self.enough)
+    }
+
+    /// Component `index`, or its mirror image when `mirrored` and that technique is on.
+    fn direction(&self, index: usize, mirrored: bool) -> &'a Component {
+        let (components, mirror_images) = (self.components, self.mirrored);
+        if mirrored && self.techniques.mirrored {
+            &mirror_images[index]
+        } else {
+            &components[index]
+        }
+    }
+
+    /// The job of component `index`: a tight search (capped at `target`) and a descent
+    /// (capped below its height) in each order, each way in time.
+    fn job(&self, index: usize, target: u64) -> Work<'a> {
+        let component = &self.components[index];
+        // Each search keeps per-column lists of its buffers; on very large components only
+        // one order runs each way, so memory stays a few times the input's.
+        let orders: &[Order] = if component.span_total() > LARGE_COMPONENT {
+            &Order::ALL[..1]
+        } else {
+            &Order::ALL
+        };
+        let caps = [
+            (self.techniques.tight_searches, target),
+            (self.techniques.descents, self.heights[index] - 1),
+        ];
+        let mut searches: Vec<Search> = Vec::new();
+        for cap in caps.iter().filter(|(on, _)| *on).map(|&(_, cap)| cap) {
+            for mirrored in [false, true] {
+                if mirrored && !self.techniques.mirrored {
+                    continue;
+                }
+                let component = self.direction(index, mirrored);
+                searches.extend(
+                    orders
+                        .iter()
+                        .map(|&order| Search::new(component, order, cap, target)),
+                );
+            }
+        }
+        Work {
+            component: index,
+            searches,
+            merged: None,
+            bands: None,
+            bisections: 0,
+            bisection_shift: 1,
+            idle: false,
+        }
+    }
+
+    /// Takes `search`'s best packing for component `index` if it is lower than its height.
+    fn adopt(&mut self, index: usize, search: &Search<'_>) {
+        if let Some((found, packing)) = search.best() {
+            if *found < self.heights[index] {
+                self.heights[index] = *found;
+                self.offsets[index].clone_from(packing);
+            }
+        }
+    }
+
+    /// A complete search of component `index` exhausted below `cap + 1`: nothing at or
+    /// below the cap, so the arena needs one more.
+    fn proven_above(&mut self, index: usize, cap: u64) {
+        let proven = (cap + 1).min(self.heights[index]);
+        self.lower_bound = self.lower_bound.max(proven);
+    }
+
+    /// The persistent searches, each resumed with `budget` nodes and its cap lowered below
+    /// the best height. (A finished search returns at once when run again.)
+    fn resume_searches(&mut self, job: &mut Work<'a>, budget: u64) -> Turn {
+        let index = job.component;
+        let mut turn = Turn::Idle;
+        for search in &mut job.searches {
+            if self.heights[index] <= self.done_at() {
+                break;
+            }
+            turn = Turn::Ran;
+            search.lower_cap(self.heights[index] - 1);
+            search.set_stop_at(self.done_at());
+            let end = search.run(budget, self.deadline);
+            self.adopt(index, search);
+            match end {
+                End::Stopped => return Turn::Stopped,
+                End::Exhausted if search.is_complete() => self.proven_above(index, search.cap()),
+                _ => {}
+            }
+        }
+        turn
+    }
+
+    /// Band splits ([`crate::bands`]): while the component must fill every column up to the
+    /// target exactly, cutting it into bands across its whole lifetime packs cut-like
+    /// tilings that the searches need millions of nodes for.
+    fn split_bands(&mut self, job: &mut Work<'a>, budget: u64) -> Turn {
+        let index = job.component;
+        let target = self.done_at();
+        if !self.techniques.band_splits || self.heights[index] <= target {
+            return Turn::Idle;
+        }
+        let components = self.components;
+        let component = &components[index];
+        let splits = job
+            .bands
+            .get_or_insert_with(|| BandSplits::new(component, target));
+        let Some(splits) = splits.as_mut().filter(|splits| splits.cap() == target) else {
+            return Turn::Idle;
+        };
+        let before = splits.nodes();
+        let packing = splits.run(component, budget * BANDS_SHARE, self.deadline);
+        self.nodes += splits.nodes() - before;
+        if let Some(packing) = packing {
+            self.heights[index] = component.height(&packing);
+            self.offsets[index] = packing;
+        } else if self.deadline.passed() {
+            return Turn::Stopped;
+        }
+        Turn::Ran
+    }
+
+    /// Bisection: searches capped between the bound and the best height. The cap prunes as
+    /// hard as a tight search's, so such a search finds a packing below it (or proves there
+    /// is none) far sooner than a descent gets there from above. The cap starts halfway; an
+    /// attempt without a packing moves it halfway closer to the best height (easier), one
+    /// with a packing moves it back down.
+    fn bisect(&mut self, job: &mut Work<'a>, budget: u64) -> Turn {
+        let index = job.component;
+        let mut turn = Turn::Idle;
+        if !self.techniques.bisection {
+            return turn;
+        }
+        for _ in 0..BISECTIONS_PER_ROUND {
+            let floor = self.done_at();
+            if self.heights[index] <= floor + 1 {
+                break;
+            }
+            turn = Turn::Ran;
+            let gap = self.heights[index] - floor;
+            let cap = self.heights[index] - (gap >> job.bisection_shift).max(1);
+            job.bisections += 1;
+            let component = self.direction(index, job.bisections % 2 == 1);
+            let order = Order::ALL[(job.bisections / 2) as usize % Order::ALL.len()];
+            let mut search = Search::new(component, order, cap, floor);
+            let before = self.heights[index];
+            let end = search.run(budget, self.deadline);
+            self.nodes += search.nodes();
+            self.adopt(index, &search);
+            if end == End::Exhausted && search.is_complete() {
+                self.proven_above(index, search.cap());
+            }
+            if self.heights[index] < before {
+                job.bisection_shift = job.bisection_shift.saturating_sub(1).max(1);
+            } else if end == End::Budget {
+                job.bisection_shift = (job.bisection_shift + 1).min(BISECTION_SHIFT_MAX);
+            }
+            if end == End::Stopped {
+                return Turn::Stopped;
+            }
+        }
+        turn
+    }
+
+    /// Restarts: fresh tight searches in seeded shuffled orders, both branchings and both
+    /// directions, with short Luby budgets. The search time is heavy-tailed in the order;
+    /// restarts cut the tail when the bound is reachable.
+    fn restart(&mut self, job: &mut Work<'a>, budget: u64) -> Turn {
+        let index = job.component;
+        let components = self.components;
+        let component = &components[index];
+        // Each restart builds its search afresh: not worth it on very large components.
+        let share = if !self.techniques.restarts || component.span_total() > LARGE_COMPONENT {
+            0
+        } else {
+            budget * RESTART_SHARE
+        };
+        let mut spent = 0;
+        let mut turn = Turn::Idle;
+        // Every restart costs at least one node of the budget and polls the deadline: one
+        // that ends at its root (0 nodes) must neither loop forever nor run late.
+        while spent < share && self.heights[index] > self.done_at() {
+            turn = Turn::Ran;
+            if self.deadline.passed() {
+                return Turn::Stopped;
+            }
+            self.restarts += 1;
+            let restarts = self.restarts;
+            let deadline = self.deadline;
+            // Every third restart searches merged blocks instead ([`crate::merge`]): a
+            // heuristic, so its exhaustion proves nothing about the buffers, only that this
+            // variant of the blocks is not worth more restarts.
+            let merged = if self.techniques.merged_restarts && restarts % MERGED_EVERY == 0 {
+                job.merged
+                    .get_or_insert_with(|| MergedRestarts::new(component, &deadline))
+                    .as_mut()
+                    .and_then(|merged| merged.next(component, &deadline))
+            } else {
+                None
+            };
+            let done_at = self.done_at();
+            let mut restart = match merged {
+                Some((blocks, order, branching)) => {
+                    Search::new(&blocks.component, order, done_at, done_at)
+                        .with_branching(branching)
+                }
+                None => Search::new(
+                    self.direction(index, restarts % 2 == 1),
+                    Order::Shuffled(restarts),
+                    done_at,
+                    done_at,
+                )
+                .with_branching(if restarts % 4 < 2 {
+                    Branching::Leftmost
+                } else {
+                    Branching::FewestChildren
+                }),
+            };
+            let end = restart.run(RESTART_UNIT * luby(restarts), deadline);
+            spent += restart.nodes().max(1);
+            self.nodes += restart.nodes();
+            if let Some((found, packing)) = restart.best() {
+                if *found < self.heights[index] {
+                    self.heights[index] = *found;
+                    self.offsets[index] = match &merged {
+                        Some((blocks, ..)) => blocks.expand(packing),
+                        None => packing.clone(),
+                    };
+                }
+            }
+            let exhausted = end == End::Exhausted && restart.is_complete();
+            let cap = restart.cap();
+            let was_merged = merged.is_some();
+            drop(restart);
+            match end {
+                _ if exhausted && was_merged => {
+                    if let Some(Some(merged)) = &mut job.merged {
+                        merged.next_variant(component, &deadline);
+                    }
+                }
+                _ if exhausted => self.proven_above(index, cap),
+                End::Stopped => return Turn::Stopped,
+                _ => {}
+            }
+        }
+        turn
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn luby_lengths_follow_the_sequence() {
+        let lengths: Vec<u64> = (1..=15).map(luby).collect();
+        assert_eq!(lengths, [1, 1, 2, 1, 1, 2, 4, 1, 1, 2, 1, 1, 2, 4, 8]);
+    }
+}
