@@ -13,6 +13,7 @@ pub mod aliases;
 mod fit;
 mod fixed;
 pub mod lifetimes;
+pub mod order;
 pub mod sweep;
 pub mod tflm_greedy;
 

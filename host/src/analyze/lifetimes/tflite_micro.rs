@@ -233,7 +233,7 @@ pub fn resolve(model: Model) -> Result<Model> {
 }
 
 /// Per subgraph, per tensor: whether a VAR_HANDLE operator outputs it.
-fn var_handle_outputs(subgraphs: &[GraphSubgraph]) -> Vec<Vec<bool>> {
+pub(crate) fn var_handle_outputs(subgraphs: &[GraphSubgraph]) -> Vec<Vec<bool>> {
     subgraphs
         .iter()
         .map(|subgraph| {
@@ -338,7 +338,7 @@ fn walk(graph: &TfliteGraph, error: &dyn Fn(String) -> Error) -> Result<Walk> {
 
 /// Bytes TFLite Micro reserves for a non-constant tensor: elements (the product of the shape,
 /// 1 for a scalar) times the element size, rounded up to [`TFLM_ALIGNMENT`].
-fn planned_size(
+pub(crate) fn planned_size(
     subgraph: usize,
     index: usize,
     tensor: &GraphTensor,
