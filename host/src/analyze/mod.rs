@@ -64,6 +64,9 @@ pub struct Analysis {
     /// For a `.tflite` model: where its tensors sit in the file and what TFLite Micro adds at
     /// run time (kernel scratch buffers), for the offline plan written into the model.
     pub tflite: Option<Box<TfliteOrigin>>,
+    /// What the order stage found (`order`), set by the caller that ran it; `None` when it did
+    /// not run or the model's order is not memplan's to choose.
+    pub order: Option<order::OperatorOrder>,
 }
 
 /// Runs the analysis.
@@ -276,6 +279,7 @@ pub fn analyze(
         inputs: graph_inputs,
         outputs: graph_outputs,
         tflite,
+        order: None,
     })
 }
 

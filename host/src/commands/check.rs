@@ -26,7 +26,14 @@ pub fn run(config: &CheckConfig) -> Result<ExitCode> {
     };
     let document = plan_file::read_document(plan)?;
     let target = target_of_the_plan(plan, document.target.as_deref(), &config.target)?;
-    let analysis = super::read_and_analyze(&config.input, &target)?;
+    let analysis = match &document.operator_order {
+        Some(order) => super::read_order_and_analyze(
+            &config.input,
+            &target,
+            super::OrderRequest::Given { order, plan },
+        )?,
+        None => super::read_and_analyze(&config.input, &target)?,
+    };
     if let Some(planned) = &document.target {
         if *planned != analysis.target {
             return Err(Error::input(format!(

@@ -39,7 +39,11 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
 
     let mut timings = Vec::new();
     let mut analysis = timed(&mut timings, "read+analyze", || {
-        super::read_and_analyze(&config.input, &config.target)
+        super::read_order_and_analyze(
+            &config.input,
+            &config.target,
+            super::OrderRequest::Search(config.order),
+        )
     })?;
     analysis.ensure_plannable()?;
 

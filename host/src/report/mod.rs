@@ -4,4 +4,5 @@
 
 pub mod bench;
 pub mod check;
+mod order;
 pub mod plan;

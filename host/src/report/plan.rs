@@ -126,6 +126,8 @@ struct SummaryDocument<'a> {
     timings_ms: serde_json::Map<String, serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tflite_micro: Option<TfliteMicroSummary<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    operator_order: Option<super::order::OrderSummary<'a>>,
 }
 
 /// For a `.tflite` input: TensorFlow Lite Micro's arena head (bytes) with its own plan and with
@@ -281,6 +283,7 @@ pub fn write_json(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
         files: &report.files,
         timings_ms: timings,
         tflite_micro: TfliteMicroSummary::new(plan),
+        operator_order: super::order::OrderSummary::new(plan),
     };
     serde_json::to_writer_pretty(&mut *out, &document)?;
     writeln!(out)
@@ -361,6 +364,9 @@ pub fn write_text(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
             )?;
         }
     }
+    for line in super::order::order_text(plan) {
+        writeln!(out, "{line}")?;
+    }
     for line in tflite_micro_text(plan) {
         writeln!(out, "{line}")?;
     }
@@ -400,6 +406,7 @@ mod tests {
             plan_document: String::new(),
             tflite: None,
             emit_tflite: false,
+            order: None,
         }
     }
 
