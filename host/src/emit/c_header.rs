@@ -57,6 +57,7 @@ pub fn write_tensors_h(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
         plan.tensor_layout_hash
     )?;
     writeln!(out, "#define {pm}_NUM_STEPS {}u", plan.num_steps)?;
+    super::c_order::write_operator_order(out, plan)?;
     let payloads: Vec<_> = plan
         .regions
         .iter()

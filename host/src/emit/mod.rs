@@ -10,6 +10,7 @@
 
 mod atomic;
 mod c_header;
+mod c_order;
 mod c_sources;
 mod c_templates;
 mod c_text;

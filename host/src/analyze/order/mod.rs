@@ -22,6 +22,7 @@
 pub mod generated;
 pub mod problem;
 pub mod search;
+pub mod stored;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -162,7 +163,7 @@ pub fn apply_given(model: &mut Model, order: &[u32], plan: &Path) -> Result<Oper
     }
     let types = operator_types(model);
     if let Some((earlier, later)) = problem::violated_edge(&problem, order) {
-        return Err(Error::input(format!(
+        return Err(Error::rejected(format!(
             "{}: \"operator_order\" is not a valid order of {}: operator {later} ({}) runs \
              before operator {earlier} ({}), which it depends on (data, a resource variable, \
              a variable tensor, or an operator memplan cannot reorder); the plan does not hold \
