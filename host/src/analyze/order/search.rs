@@ -7,9 +7,11 @@
 //! `S` alone, and the search works on sets of executed operators ("downsets" of the
 //! constraint graph, as SERENITY does) rather than on orders:
 //!
-//! 1. greedy list scheduling gives an incumbent: repeatedly run the ready operator whose step
-//!    holds the least, then frees the most (two variants, ties by stored position, so a chain
-//!    comes out as stored); the stored order is an incumbent too;
+//! 1. heuristics give an incumbent: greedy list scheduling (repeatedly run the ready operator
+//!    whose step holds the least, then frees the most; two variants, ties by stored position,
+//!    so a chain comes out as stored), and local moves from the stored order (operators that
+//!    allocate move to just before their first consumer, operators that free to just after
+//!    their last producer, repeated while the peak drops); the stored order is an incumbent too;
 //! 2. an exact best-first search (Dijkstra on the bottleneck cost) over downsets: states are
 //!    taken by increasing peak, each reached once with its least peak (memoised in a hash
 //!    map), and a step that reaches the incumbent's peak is cut (the bound). The first full
@@ -18,7 +20,9 @@
 //! The exact search stops at the deadline or at [`MAX_STATES`] downsets (a wide graph has
 //! exponentially many); the best order found so far is then kept, flagged as not proven. The
 //! result is never worse than the stored order. Greedy costs O(n · ready · arity) and checks
-//! the deadline as it goes.
+//! the deadline as it goes, and so do the local moves (O(n · distance moved) a round). The
+//! exact search looks at the clock every few thousand candidate steps, and memoises at most
+//! 256 MiB of downsets.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -28,6 +32,11 @@ use super::problem::OrderProblem;
 
 /// Most downsets the exact search memoises (each a bit set and a few words).
 pub const MAX_STATES: usize = 1 << 21;
+/// Most bytes the exact search's downsets may take (two bit sets each: the state's and the
+/// memo's key): a graph of 10,000 operators has 1,250-byte sets.
+const MAX_STATE_BYTES: usize = 256 << 20;
+/// Candidate steps the exact search weighs between two looks at the clock.
+const STEPS_PER_CLOCK_CHECK: u64 = 4096;
 
 /// An order and its peak.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -171,15 +180,133 @@ fn greedy(problem: &OrderProblem, rule: Rule, deadline: Instant) -> Option<Found
     })
 }
 
-/// A downset reached by the exact search.
+/// Moves operators along `order` as far as the constraints let them: each operator that
+/// holds more bytes after it runs than before (it allocates) moves to just before the first
+/// operator that needs it, then each that frees bytes moves to just after the last operator
+/// it needs, which is how a state read moves next to its consumer. Returns the better of the
+/// result and `order`. O(n · distance moved).
+fn moved_to_needs(problem: &OrderProblem, order: &[u32], deadline: Instant) -> Option<Found> {
+    let n = order.len();
+    let mut after: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for (operator, before) in problem.before.iter().enumerate() {
+        for &earlier in before {
+            after[earlier as usize].push(operator as u32);
+        }
+    }
+    // What running the operator adds to the live bytes, by the order it starts from.
+    let mut sweep = Sweep::new(problem);
+    let mut net = vec![0i128; n];
+    for &operator in order {
+        let before = sweep.live;
+        sweep.run(operator as usize);
+        net[operator as usize] = i128::from(sweep.live) - i128::from(before);
+    }
+    let mut order = order.to_vec();
+    let mut position = vec![0usize; n];
+    for (at, &operator) in order.iter().enumerate() {
+        position[operator as usize] = at;
+    }
+    // Sink allocators, last first, so each finds its consumers already in place.
+    for at in (0..n).rev() {
+        if at % 64 == 0 && Instant::now() > deadline {
+            return None;
+        }
+        let operator = order[at];
+        if net[operator as usize] <= 0 {
+            continue;
+        }
+        let target = after[operator as usize]
+            .iter()
+            .map(|&next| position[next as usize])
+            .min()
+            .unwrap_or(n)
+            - 1;
+        if target > at {
+            order[at..=target].rotate_left(1);
+            for shifted in at..=target {
+                position[order[shifted] as usize] = shifted;
+            }
+        }
+    }
+    // Hoist freers, first first.
+    for at in 0..n {
+        if at % 64 == 0 && Instant::now() > deadline {
+            return None;
+        }
+        let operator = order[at];
+        if net[operator as usize] >= 0 {
+            continue;
+        }
+        let target = problem.before[operator as usize]
+            .iter()
+            .map(|&earlier| position[earlier as usize] + 1)
+            .max()
+            .unwrap_or(0);
+        if target < at {
+            order[target..=at].rotate_right(1);
+            for shifted in target..=at {
+                position[order[shifted] as usize] = shifted;
+            }
+        }
+    }
+    Some(Found {
+        peak: peak_of(problem, &order),
+        order,
+        exact: false,
+    })
+}
+
+/// A downset reached by the exact search; its bit set is in [`Downsets::sets`].
 struct State {
-    /// Operators run, one bit each.
-    set: Box<[u64]>,
     peak: u64,
     live: u64,
     /// The state it was reached from and the operator run last (`u32::MAX` for the start).
     parent: u32,
     operator: u32,
+}
+
+/// The downsets the exact search has reached: bit sets stored one after another (one
+/// allocation, however many states), found again through a map from a 64-bit hash of the set
+/// to its state, probing the next hash on a collision.
+struct Downsets {
+    words: usize,
+    sets: Vec<u64>,
+    states: Vec<State>,
+    index: HashMap<u64, u32>,
+}
+
+impl Downsets {
+    fn set(&self, state: u32) -> &[u64] {
+        let start = state as usize * self.words;
+        &self.sets[start..start + self.words]
+    }
+
+    fn hash(set: &[u64]) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        set.hash(&mut hasher);
+        hasher.finish()
+    }
+
+    /// The state of `set`, or where a new one goes in the map.
+    fn find(&self, set: &[u64]) -> Result<u32, u64> {
+        let mut key = Self::hash(set);
+        loop {
+            match self.index.get(&key) {
+                Some(&state) if self.set(state) == set => return Ok(state),
+                Some(_) => key = key.wrapping_add(1),
+                None => return Err(key),
+            }
+        }
+    }
+
+    fn insert(&mut self, key: u64, set: &[u64], state: State) -> u32 {
+        let id = self.states.len() as u32;
+        self.sets.extend_from_slice(set);
+        self.states.push(state);
+        self.index.insert(key, id);
+        id
+    }
 }
 
 fn contains(set: &[u64], operator: u32) -> bool {
@@ -195,33 +322,48 @@ fn exact(problem: &OrderProblem, bound: u64, deadline: Instant) -> Result<Option
     if start_peak >= bound {
         return Ok(None);
     }
-    let mut states = vec![State {
-        set: vec![0u64; words].into_boxed_slice(),
-        peak: start_peak,
-        live: live_at_start(problem),
-        parent: u32::MAX,
-        operator: u32::MAX,
-    }];
-    let mut index: HashMap<Box<[u64]>, u32> = HashMap::new();
-    index.insert(states[0].set.clone(), 0);
+    let mut downsets = Downsets {
+        words,
+        sets: Vec::new(),
+        states: Vec::new(),
+        index: HashMap::new(),
+    };
+    let empty = vec![0u64; words];
+    let key = downsets.find(&empty).err().unwrap_or_default();
+    downsets.insert(
+        key,
+        &empty,
+        State {
+            peak: start_peak,
+            live: live_at_start(problem),
+            parent: u32::MAX,
+            operator: u32::MAX,
+        },
+    );
     // By least peak, then most operators run (closer to the end).
     let mut queue = BinaryHeap::new();
     queue.push(Reverse((start_peak, Reverse(0u32), 0u32)));
-    let mut popped = 0u64;
+    let max_states = MAX_STATES.min(MAX_STATE_BYTES / (8 * words + 48));
+    let mut weighed = 0u64;
+    let mut set = vec![0u64; words];
+    let mut next = vec![0u64; words];
     while let Some(Reverse((peak, Reverse(count), at))) = queue.pop() {
-        if states[at as usize].peak != peak {
+        if downsets.states[at as usize].peak != peak {
             continue; // a better path reached it since
         }
-        popped += 1;
-        if popped % 256 == 0 && Instant::now() > deadline {
-            return Err(());
+        weighed += n as u64;
+        if weighed >= STEPS_PER_CLOCK_CHECK {
+            weighed = 0;
+            if Instant::now() > deadline {
+                return Err(());
+            }
         }
         if count as usize == n {
             let mut order = Vec::with_capacity(n);
             let mut at = at;
-            while states[at as usize].parent != u32::MAX {
-                order.push(states[at as usize].operator);
-                at = states[at as usize].parent;
+            while downsets.states[at as usize].parent != u32::MAX {
+                order.push(downsets.states[at as usize].operator);
+                at = downsets.states[at as usize].parent;
             }
             order.reverse();
             return Ok(Some(Found {
@@ -230,7 +372,8 @@ fn exact(problem: &OrderProblem, bound: u64, deadline: Instant) -> Result<Option
                 exact: true,
             }));
         }
-        let (set, live) = (states[at as usize].set.clone(), states[at as usize].live);
+        set.copy_from_slice(downsets.set(at));
+        let live = downsets.states[at as usize].live;
         for operator in 0..n as u32 {
             if contains(&set, operator)
                 || !problem.before[operator as usize]
@@ -257,33 +400,33 @@ fn exact(problem: &OrderProblem, bound: u64, deadline: Instant) -> Result<Option
             if next_peak >= bound {
                 continue;
             }
-            let mut next = set.clone();
+            next.copy_from_slice(&set);
             next[operator as usize / 64] |= 1 << (operator % 64);
-            let target = match index.get(&next) {
-                Some(&existing) => {
-                    if states[existing as usize].peak <= next_peak {
+            let target = match downsets.find(&next) {
+                Ok(existing) => {
+                    let state = &mut downsets.states[existing as usize];
+                    if state.peak <= next_peak {
                         continue;
                     }
-                    let state = &mut states[existing as usize];
                     state.peak = next_peak;
                     state.parent = at;
                     state.operator = operator;
                     existing
                 }
-                None => {
-                    if states.len() >= MAX_STATES {
+                Err(key) => {
+                    if downsets.states.len() >= max_states {
                         return Err(());
                     }
-                    let id = states.len() as u32;
-                    index.insert(next.clone(), id);
-                    states.push(State {
-                        set: next,
-                        peak: next_peak,
-                        live: live + first - freed,
-                        parent: at,
-                        operator,
-                    });
-                    id
+                    downsets.insert(
+                        key,
+                        &next,
+                        State {
+                            peak: next_peak,
+                            live: live + first - freed,
+                            parent: at,
+                            operator,
+                        },
+                    )
                 }
             };
             queue.push(Reverse((next_peak, Reverse(count + 1), target)));
@@ -307,7 +450,25 @@ pub fn search(problem: &OrderProblem, deadline: Instant) -> Found {
             }
         }
     }
-    match exact(problem, best.peak, deadline) {
+    // Local moves, from the stored order and from the best so far, while they gain.
+    for start in [None, Some(())] {
+        let mut from = match start {
+            None => (0..problem.before.len() as u32).collect(),
+            Some(()) => best.order.clone(),
+        };
+        while let Some(found) = moved_to_needs(problem, &from, deadline) {
+            if found.peak >= best.peak {
+                break;
+            }
+            from = found.order.clone();
+            best = found;
+        }
+    }
+    // The exact search stops an eighth of the remaining time early: dropping what it
+    // memoised (up to 256 MiB) takes time too.
+    let now = Instant::now();
+    let exact_deadline = now + deadline.saturating_duration_since(now) * 7 / 8;
+    match exact(problem, best.peak, exact_deadline) {
         Ok(Some(found)) => found,
         Ok(None) => Found {
             exact: true,
