@@ -193,21 +193,27 @@ fn a_plan_that_would_grow_tflms_head_is_not_written_and_best_of_selection_writes
     );
 }
 
+/// A streaming model: CALL_ONCE, VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE, the shape of
+/// TFLM's streaming keyword models, written by the runtime's own schema
+/// (tests/tflm/make_streaming_model.py).
+fn streaming_model(python: &Path, label: &str) -> PathBuf {
+    let model = temp_dir(label).join("streaming.tflite");
+    let output = Command::new(python)
+        .arg(workspace_root().join("tests/tflm/make_streaming_model.py"))
+        .arg(&model)
+        .output()
+        .expect("run the model generator");
+    assert!(output.status.success(), "{}", describe(&output));
+    model
+}
+
 #[test]
 fn a_streaming_model_keeps_its_state_and_first_fit_gives_tflms_head() {
     let test = "a_streaming_model_keeps_its_state_and_first_fit_gives_tflms_head";
     let Some(python) = tflm_python(test) else {
         return;
     };
-    // CALL_ONCE, VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE: the shape of TFLM's streaming
-    // keyword models, written by the runtime's own schema (tests/tflm/make_streaming_model.py).
-    let model = temp_dir("tflm-streaming").join("streaming.tflite");
-    let output = Command::new(&python)
-        .arg(workspace_root().join("tests/tflm/make_streaming_model.py"))
-        .arg(&model)
-        .output()
-        .expect("run the model generator");
-    assert!(output.status.success(), "{}", describe(&output));
+    let model = streaming_model(&python, "tflm-streaming");
     let original = run_tflm(&python, &model);
 
     // VAR_HANDLE outputs take no arena space in TFLM: first fit gives its head exactly.
@@ -319,13 +325,7 @@ fn a_new_operator_order_runs_identically_on_tflm_every_intermediate_too() {
     assert_eq!(head, 2528);
 
     // The streaming model the tests build: its state read moves next to its consumer.
-    let model = temp_dir("tflm-order-streaming").join("streaming.tflite");
-    let output = Command::new(&python)
-        .arg(workspace_root().join("tests/tflm/make_streaming_model.py"))
-        .arg(&model)
-        .output()
-        .expect("run the model generator");
-    assert!(output.status.success(), "{}", describe(&output));
+    let model = streaming_model(&python, "tflm-order-streaming");
     new_order_runs_identically(&python, &model, "tflm-order-streaming");
 
     // Chain models have one valid order: written exactly as with --order keep.

@@ -93,30 +93,14 @@ pub fn model_with_operator_order(file: &[u8], order: &[u32], path: &Path) -> Res
     prefix.bytes.extend_from_slice(b"TFL3");
 
     // Root table: the input's fields, `subgraphs` pointing at the new vector.
-    let mut layout = [0u16; MODEL_FIELDS];
-    let mut size = 4u16;
-    for (index, slot) in layout.iter_mut().enumerate() {
-        if field(index).is_some() {
-            *slot = size;
-            size += 4;
-        }
-    }
-    let root_table = prefix.table_start(&layout, size, 4);
-    let mut subgraphs_reference = 0;
-    for (index, &slot) in layout.iter().enumerate() {
-        if slot == 0 {
-            continue;
-        }
-        let at = field(index).unwrap_or_default();
-        match index {
-            MODEL_VERSION => prefix.u32(input.u32(at)?),
-            MODEL_SUBGRAPHS => {
-                subgraphs_reference = prefix.bytes.len();
-                prefix.u32(0);
-            }
-            _ => prefix.reference(Target::Input(input.follow(at)?)),
-        }
-    }
+    let (root_table, subgraphs_reference) = copy_table(
+        &mut prefix,
+        &input,
+        &fields[..MODEL_FIELDS.min(fields.len())],
+        MODEL_FIELDS,
+        MODEL_VERSION,
+        MODEL_SUBGRAPHS,
+    )?;
 
     // subgraphs: the new first one, then the input's others.
     prefix.pad_to(4, 0);
@@ -130,33 +114,17 @@ pub fn model_with_operator_order(file: &[u8], order: &[u32], path: &Path) -> Res
     }
 
     // The first subgraph's table: its fields, `operators` pointing at the new vector.
-    let mut layout = [0u16; SUBGRAPH_FIELDS];
-    let mut size = 4u16;
-    for (index, slot) in layout.iter_mut().enumerate() {
-        if subgraph_field(index).is_some() || index == SUBGRAPH_OPERATORS {
-            *slot = size;
-            size += 4;
-        }
-    }
-    let subgraph_table = prefix.table_start(&layout, size, 4);
+    let (subgraph_table, operators_reference) = copy_table(
+        &mut prefix,
+        &input,
+        &subgraph_fields[..SUBGRAPH_FIELDS.min(subgraph_fields.len())],
+        SUBGRAPH_FIELDS,
+        SUBGRAPH_DEBUG_METADATA_INDEX,
+        SUBGRAPH_OPERATORS,
+    )?;
     prefix
         .references
         .push((first_slot, Target::Prefix(subgraph_table)));
-    let mut operators_reference = 0;
-    for (index, &slot) in layout.iter().enumerate() {
-        if slot == 0 {
-            continue;
-        }
-        let at = subgraph_field(index).unwrap_or_default();
-        match index {
-            SUBGRAPH_DEBUG_METADATA_INDEX => prefix.u32(input.u32(at)?),
-            SUBGRAPH_OPERATORS => {
-                operators_reference = prefix.bytes.len();
-                prefix.u32(0);
-            }
-            _ => prefix.reference(Target::Input(input.follow(at)?)),
-        }
-    }
 
     // operators: the input's tables in the new order.
     prefix.pad_to(4, 0);
@@ -173,6 +141,46 @@ pub fn model_with_operator_order(file: &[u8], order: &[u32], path: &Path) -> Res
     model.extend_from_slice(file);
     check_written(file, &model, order, path)?;
     Ok(model)
+}
+
+/// Writes a copy of an input table of `count` fields whose present fields are at `fields`:
+/// each a uoffset pointing at the input's object, except field `scalar` (a 4-byte value,
+/// copied) and field `replaced` (always written, as a reference the caller points at a new
+/// object). Returns the table's position and that of the replaced field.
+fn copy_table(
+    prefix: &mut Prefix,
+    input: &Input,
+    fields: &[Option<usize>],
+    count: usize,
+    scalar: usize,
+    replaced: usize,
+) -> Result<(usize, usize)> {
+    let field = |index: usize| fields.get(index).copied().flatten();
+    let mut layout = vec![0u16; count];
+    let mut size = 4u16;
+    for (index, slot) in layout.iter_mut().enumerate() {
+        if field(index).is_some() || index == replaced {
+            *slot = size;
+            size += 4;
+        }
+    }
+    let table = prefix.table_start(&layout, size, 4);
+    let mut replaced_at = 0;
+    for (index, &slot) in layout.iter().enumerate() {
+        if slot == 0 {
+            continue;
+        }
+        let at = field(index).unwrap_or_default();
+        if index == replaced {
+            replaced_at = prefix.bytes.len();
+            prefix.u32(0);
+        } else if index == scalar {
+            prefix.u32(input.u32(at)?);
+        } else {
+            prefix.reference(Target::Input(input.follow(at)?));
+        }
+    }
+    Ok((table, replaced_at))
 }
 
 /// Reads the written model back (flatbuffer verification included): subgraph 0 must be the

@@ -29,9 +29,11 @@ use std::collections::HashMap;
 use memplan_plugin_api::bounds::align_up;
 
 use crate::analyze::aliases::AliasRoots;
-use crate::analyze::lifetimes::tflite_micro::{planned_size, var_handle_outputs, TFLM_ALIGNMENT};
-use crate::analyze::lifetimes::tflm_kernels::{kernel_scratch, KernelScratch};
-use crate::input::graph::{GraphStorage, GraphTensor, TfliteGraph};
+use crate::analyze::lifetimes::tflite_micro::{
+    operator_scratch, planned_size, var_handle_outputs, TFLM_ALIGNMENT,
+};
+use crate::analyze::lifetimes::tflm_kernels::KernelScratch;
+use crate::input::graph::{GraphStorage, TfliteGraph};
 use crate::input::model::{Model, TensorKind};
 
 /// A buffer whose lifetime depends on the order.
@@ -333,17 +335,7 @@ pub fn from_tflite(graph: &TfliteGraph) -> Option<OrderProblem> {
             .operator_facts
             .get(position)
             .is_some_and(|facts| facts.unknown);
-        let inputs: Vec<Option<&GraphTensor>> = operator
-            .inputs
-            .iter()
-            .map(|tensor| tensor.map(|tensor| &subgraph.tensors[tensor]))
-            .collect();
-        let outputs: Vec<&GraphTensor> = operator
-            .outputs
-            .iter()
-            .map(|&tensor| &subgraph.tensors[tensor])
-            .collect();
-        let scratch_unknown = match kernel_scratch(name, &inputs, &outputs) {
+        let scratch_unknown = match operator_scratch(subgraph, operator, name) {
             KernelScratch::Buffers(sizes) => {
                 transient[position] = sizes
                     .iter()

@@ -102,17 +102,25 @@ mod tests {
             unreachable!()
         };
         assert_eq!(stored_order_violations(&graph), Vec::new());
-        let subgraph = &mut graph.subgraphs[0];
-        let last = subgraph.flow.operators.len() - 1;
-        subgraph.flow.operators.swap(1, last);
-        subgraph.operator_names.swap(1, last);
-        let violations = stored_order_violations(&graph);
+        let mut swapped = graph.clone();
+        let swap = |graph: &mut crate::input::graph::TfliteGraph, a: usize, b: usize| {
+            let subgraph = &mut graph.subgraphs[0];
+            subgraph.flow.operators.swap(a, b);
+            subgraph.operator_names.swap(a, b);
+        };
+        // The output's reader (QUANTIZE, last) moved before its writer.
+        let last = graph.subgraphs[0].flow.operators.len() - 1;
+        swap(&mut swapped, 1, last);
+        let violations = stored_order_violations(&swapped);
         assert!(
-            violations
-                .iter()
-                .any(|violation| violation.message.contains("reads it before")),
+            violations.iter().any(|violation| violation
+                .message
+                .contains("operator 1 (QUANTIZE) reads it before")),
             "{violations:?}"
         );
+        // CALL_ONCE after a VAR_HANDLE.
+        swap(&mut graph, 0, 1);
+        let violations = stored_order_violations(&graph);
         assert!(
             violations
                 .iter()
