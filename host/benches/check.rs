@@ -161,6 +161,7 @@ fn model_like() -> (Analysis, MemoryPlan) {
         // Not read by the stages under test.
         memory_lower_bounds: Vec::new(),
         pinned_overflow: None,
+        external: Default::default(),
         inputs: Vec::new(),
         outputs: Vec::new(),
         tflite: None,

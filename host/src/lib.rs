@@ -4,12 +4,14 @@
 //! The modules follow the pipeline, data flowing one way:
 //!
 //! ```text
-//! input ──► analyze ──► registry (plan, in a plugin) ──► check ──► render ──► emit
+//! input ──► analyze ──► registry + runner (plan, in a plugin) ──► check ──► render ──► emit
 //! ```
 //!
 //! - [`input`]: read model files (JSON, `.tflite`, MiniMalloc CSV), targets, rules → [`input::Model`]
 //! - [`analyze`]: lifetimes, aliases, alignment, attributes, budgets → [`analyze::Analysis`]
-//! - [`registry`]: find plugins, select a planner by name, run it → `MemoryPlan`
+//! - [`registry`]: find and trust plugins, register their planners by name
+//! - [`runner`]: run one planner, in process or in a sandboxed worker → `MemoryPlan`
+//! - [`selection`]: `--planner a,b,c` keeps the best checked plan; `bench` measures planners
 //! - [`check`]: every contract of a plan, all violations at once → [`check::CheckedPlan`]
 //! - [`render`]: regions, hashes, constant blobs → [`render::RenderPlan`]
 //! - [`emit`]: C sources, residency report, plan file, sidecars, written atomically
@@ -31,6 +33,8 @@ pub mod plan_file;
 pub mod registry;
 pub mod render;
 pub mod report;
+pub mod runner;
+pub mod selection;
 
 pub use error::{Error, ErrorKind, Result};
 

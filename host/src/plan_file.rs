@@ -50,6 +50,22 @@ pub struct PlanDocument<Allocations = Vec<AllocationEntry>> {
     pub operator_order: Option<Vec<u32>>,
     pub arenas: Vec<ArenaEntry>,
     pub allocations: Allocations,
+    /// Tensors in buffers the caller owns: no allocation, no arena bytes. `memplan check`
+    /// takes them as external, as the plan was made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub external: Vec<ExternalEntry>,
+}
+
+/// One external tensor: its id, and (informational) its name and size.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExternalEntry {
+    pub tensor: TensorId,
+    /// Written by memplan where it differs from the id; ignored when read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Written by memplan; ignored when read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
 }
 
 /// One arena: `(role, memory)` with its source memory, size and base alignment.
@@ -147,6 +163,35 @@ pub fn to_document<'a>(
             .map(|order| order.best.clone()),
         arenas,
         allocations: AllocationEntries { analysis, checked },
+        external: external_entries(analysis),
+    }
+}
+
+/// The external tensors of the analysis, in tensor order.
+fn external_entries(analysis: &Analysis) -> Vec<ExternalEntry> {
+    analysis
+        .external
+        .indices()
+        .map(|index| {
+            let id = analysis.request.tensors[index].id.as_str();
+            ExternalEntry {
+                tensor: TensorId::Text(id.to_string()),
+                name: Some(analysis.name_of(index))
+                    .filter(|name| *name != id)
+                    .map(str::to_string),
+                size: Some(analysis.request.tensors[index].size),
+            }
+        })
+        .collect()
+}
+
+impl PlanDocument {
+    /// The ids the plan lists as external.
+    pub fn external_ids(&self) -> Vec<String> {
+        self.external
+            .iter()
+            .map(|entry| entry.tensor.to_text())
+            .collect()
     }
 }
 

@@ -138,6 +138,7 @@ fn analysis_of(request: PlanRequest) -> Analysis {
         // Not read by the stages under test.
         memory_lower_bounds: Vec::new(),
         pinned_overflow: None,
+        external: Default::default(),
         inputs: Vec::new(),
         outputs: Vec::new(),
         tflite: None,

@@ -2,7 +2,8 @@
 //! test process: the workspace's `linear` and the fixture plugins. (The `plan` command runs the
 //! same path once a model can be read; see plugins.rs.)
 
-use memplan::registry::{Isolation, Registry, RunLimits};
+use memplan::registry::Registry;
+use memplan::runner::{Isolation, RunLimits};
 use memplan::ErrorKind;
 use memplan_planner_kit::testing::{memory, tensor};
 use memplan_plugin_api::abi_stable::std_types::{RString, RVec};

@@ -10,6 +10,7 @@
 //! (O(n log n) sweeps).
 
 pub mod aliases;
+pub mod external;
 mod fit;
 mod fixed;
 pub mod lifetimes;
@@ -26,6 +27,7 @@ use memplan_plugin_api::{AliasOf, MemoryRequest, PlanRequest, TensorKind, Tensor
 use crate::error::{Error, Result};
 use crate::input::graph::TfliteOrigin;
 use crate::input::{Constraints, Model, Rules, Target};
+pub use external::ExternalTensors;
 
 /// Arena base alignment never goes below this (heliaAOT's floor).
 pub const MIN_ARENA_ALIGNMENT: u64 = 16;
@@ -49,7 +51,7 @@ pub struct Analysis {
     /// the tensors pinned to the memory (constants by their destination, scratch and
     /// persistent tensors by a `memory` rule), the sum over the three roles of the least size
     /// of the arena they force (see the `fit` module). Tensors the planner may place freely
-    /// are not counted.
+    /// and external tensors are not counted.
     pub memory_lower_bounds: Vec<u64>,
     /// Set when some memory's bound exceeds its budget: no plan can fit, and the error says
     /// which memory, the bytes and what to change (exit 5). Commands that plan stop on it
@@ -67,6 +69,9 @@ pub struct Analysis {
     /// What the order stage found (`order`), set by the caller that ran it; `None` when it did
     /// not run or the model's order is not memplan's to choose.
     pub order: Option<order::OperatorOrder>,
+    /// The tensors in buffers the caller owns, outside every arena ([`external`]): the
+    /// planner gets [`Analysis::planner_request`], and `memory_lower_bounds` leave them out.
+    pub external: ExternalTensors,
 }
 
 /// Runs the analysis.
@@ -130,8 +135,10 @@ pub fn analyze(
     let mut tensors: Vec<TensorRequest> = Vec::with_capacity(n);
     let mut names = Vec::with_capacity(n);
     let mut constant_data = Vec::with_capacity(n);
+    let mut marked_external = Vec::with_capacity(n);
     for (index, tensor) in model.tensors.into_iter().enumerate() {
         let attributes = resolver.resolve(tensor.kind, &tensor.id);
+        marked_external.push(attributes.external == Some(true));
         if let Some(named) = resolver.named(&tensor.id) {
             named_by_rules.insert(named);
         }
@@ -246,8 +253,13 @@ pub fn analyze(
         );
     }
 
-    fixed::check_fixed_placements(&file, &tensors, &memories)?;
-    let floors = fit::pinned_floors(&tensors, memories.len());
+    external::warn_unknown_ids(&file, &resolver, &tensors);
+    let external = ExternalTensors::resolve(&file, &tensors, marked_external)?;
+    // External tensors take no arena bytes: the bounds and fixed placements are the planner's
+    // tensors'.
+    let planned = external.planner_tensors(&tensors);
+    fixed::check_fixed_placements(&file, &planned, &memories)?;
+    let floors = fit::pinned_floors(&planned, memories.len());
     let memory_lower_bounds: Vec<u64> = floors.iter().map(fit::total).collect();
     tracing::debug!(
         "{file}: {} tensors, {} steps on target {}; lower bounds of what must go in each memory: {}",
@@ -262,7 +274,8 @@ pub fn analyze(
             .join(", ")
     );
     let pinned_overflow =
-        fit::check_pinned_fit(&file, target, constraints, &memories, &tensors, &floors).err();
+        fit::check_pinned_fit(&file, target, constraints, &memories, &planned, &floors).err();
+    drop(planned);
     Ok(Analysis {
         source: model.path,
         target: target.name.clone(),
@@ -280,6 +293,7 @@ pub fn analyze(
         outputs: graph_outputs,
         tflite,
         order: None,
+        external,
     })
 }
 
@@ -292,6 +306,13 @@ impl Analysis {
             .get(index)
             .map_or("", |tensor| tensor.id.as_str());
         name_or_id(&self.names, index, id)
+    }
+
+    /// The request a planner gets: [`Analysis::request`] without the external tensors
+    /// (borrowed when there are none). A plan made for it goes through
+    /// [`ExternalTensors::restore_indices`] before it is checked.
+    pub fn planner_request(&self) -> std::borrow::Cow<'_, PlanRequest> {
+        self.external.planner_request(&self.request)
     }
 
     /// Fails with exit 5 when the tensors pinned to a memory alone exceed its budget (see

@@ -54,6 +54,7 @@ fn rules(list: Vec<Rule>) -> Rules {
     Rules {
         path: Some("rules.json".into()),
         rules: list,
+        ..Rules::default()
     }
 }
 
@@ -398,6 +399,7 @@ fn the_shipped_example_analyses() {
         Some("apollo3_evb"),
         crate::input::Constraints::read(&examples.join("limits.json")).unwrap(),
         Some(&examples.join("apollo3_rules.json")),
+        crate::input::ExternalIo::default(),
     )
     .unwrap();
     let apollo3 = analyze(model(), &setup.target, &setup.constraints, &setup.rules).unwrap();
@@ -412,4 +414,62 @@ fn the_shipped_example_analyses() {
     // may put image on top, unpadded; SRAM: staged fc_w; MRAM: the cold constants conv_w
     // (36) and conv_b (16).
     assert_eq!(apollo3.memory_lower_bounds, vec![356, 640, 52]);
+}
+
+#[test]
+fn external_io_kinds_and_rules_leave_tensors_out_of_the_planner_request() {
+    let mut rules = rules(vec![
+        // The output stays in the arena despite --external-io outputs.
+        rule(
+            KindSelector::Kind(TensorKind::Output),
+            None,
+            Attributes {
+                external: Some(false),
+                ..Attributes::default()
+            },
+        ),
+        // A view made external takes its root along.
+        rule(
+            KindSelector::Any,
+            Some(&["view"]),
+            Attributes {
+                external: Some(true),
+                ..Attributes::default()
+            },
+        ),
+    ]);
+    rules.external_io.kinds = vec![TensorKind::Input, TensorKind::Output];
+    let analysis = analyze(model(), &Target::generic(), &Constraints::default(), &rules).unwrap();
+    let external: Vec<usize> = analysis.external.indices().collect();
+    assert_eq!(external, vec![0, 1, 5]);
+    let planner = analysis.planner_request();
+    let ids: Vec<&str> = planner.tensors.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["out", "w", "state"]);
+    // A plan file's ids are external whatever the rules say.
+    rules.external_io.ids = vec!["out".to_string()];
+    let analysis = analyze(model(), &Target::generic(), &Constraints::default(), &rules).unwrap();
+    assert_eq!(
+        analysis.external.indices().collect::<Vec<_>>(),
+        vec![0, 1, 2, 5]
+    );
+}
+
+#[test]
+fn external_tensors_leave_the_pinned_lower_bound() {
+    let pin_input = rule(
+        KindSelector::Kind(TensorKind::Input),
+        None,
+        Attributes {
+            memory: Some("SRAM".into()),
+            ..Attributes::default()
+        },
+    );
+    let mut rules = rules(vec![pin_input]);
+    let pinned = analyze(model(), &Target::generic(), &Constraints::default(), &rules).unwrap();
+    // SRAM must hold the pinned input: 100 bytes rounded to the arena alignment 16 on the
+    // generic target, less the top tensor's padding.
+    assert_eq!(pinned.memory_lower_bounds, vec![100, 8]);
+    rules.external_io.kinds = vec![TensorKind::Input];
+    let external = analyze(model(), &Target::generic(), &Constraints::default(), &rules).unwrap();
+    assert_eq!(external.memory_lower_bounds, vec![0, 8]);
 }

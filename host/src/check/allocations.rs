@@ -1,4 +1,5 @@
-//! Tensor-level contracts: exactly one allocation per tensor and none for unknown tensors (1);
+//! Tensor-level contracts: exactly one allocation per tensor and none for unknown or external
+//! tensors (1);
 //! bound to an existing arena of the role its kind requires, in the memory the request pinned
 //! (2); sharing the arena's source memory (3); inside the arena, aligned, fixed offsets kept
 //! (4); aliases at their root's binding plus the view offset (5).
@@ -72,6 +73,12 @@ impl Checker<'_> {
         for (index, tensor) in self.request.tensors.iter().enumerate() {
             let tensor_index = index as u32;
             let role = tensor.kind.role();
+            if self.external.is_external(index) {
+                if let Some(position) = allocation_of[index] {
+                    self.report_external_placed(tensor_index, position);
+                }
+                continue;
+            }
             let Some(position) = allocation_of[index] else {
                 let place = match tensor.memory.into_option() {
                     Some(memory) => format!(" in {}", self.memory_name(memory)),
@@ -407,6 +414,26 @@ impl Checker<'_> {
                     .arena(arena_name),
             );
         }
+    }
+
+    /// An external tensor has an allocation: it lives in the caller's buffer, not an arena.
+    fn report_external_placed(&mut self, tensor: u32, position: usize) {
+        let binding = self.plan.allocations[position].binding;
+        let name = self.tensor_name(tensor);
+        let subject = self.described(tensor);
+        let arena_name = self.arena_name(binding.role, binding.memory, binding.source_memory);
+        let message = format!(
+            "{subject} is external (in a buffer the caller owns and binds at run time), but \
+             allocation #{position} places it at offset {} in {}; the plan must leave external \
+             tensors out of every arena",
+            binding.offset,
+            self.binding_arena_text(&binding)
+        );
+        self.report(
+            Violation::new(ViolationKind::ExternalPlaced, message)
+                .tensor(name)
+                .arena(arena_name),
+        );
     }
 
     /// "the scratch arena in SRAM" for messages about a binding.

@@ -25,7 +25,7 @@ mod violation;
 
 use memplan_plugin_api::{ArenaRole, Lifetime, MemoryPlan, PlanRequest};
 
-use crate::analyze::Analysis;
+use crate::analyze::{Analysis, ExternalTensors};
 pub use violation::{ArenaName, TensorName, Violation, ViolationKind, Violations, SHOWN_IN_TEXT};
 
 /// A plan that passed every check, with the lower bound of each of its arenas.
@@ -75,6 +75,7 @@ pub fn check_resolved_plan(
     let mut checker = Checker {
         request: &analysis.request,
         names: &analysis.names,
+        external: &analysis.external,
         target: &analysis.target,
         unknown_memory_names: &unknown_memory_names,
         plan: &plan,
@@ -121,6 +122,8 @@ impl Slot {
 struct Checker<'a> {
     request: &'a PlanRequest,
     names: &'a [String],
+    /// Tensors in the caller's buffers: they must have no allocation.
+    external: &'a ExternalTensors,
     target: &'a str,
     unknown_memory_names: &'a [String],
     plan: &'a MemoryPlan,
@@ -272,6 +275,7 @@ pub(crate) mod testing {
             tflite: None,
             order: None,
             constant_data: vec![None; count],
+            external: Default::default(),
         }
     }
 }

@@ -538,3 +538,42 @@ fn resolution_violations_are_part_of_the_report() {
     assert_eq!(violations.len(), 1);
     assert_eq!(violations.0[0].kind, ViolationKind::UnknownTensor);
 }
+
+/// `valid()` with the input and the output external (in the caller's buffers).
+fn with_external_io() -> (Analysis, MemoryPlan) {
+    let (mut analysis, plan) = valid();
+    let mut marked = vec![false; analysis.request.tensors.len()];
+    marked[INPUT as usize] = true;
+    marked[OUTPUT as usize] = true;
+    analysis.external =
+        crate::analyze::ExternalTensors::resolve("model.json", &analysis.request.tensors, marked)
+            .unwrap();
+    (analysis, plan)
+}
+
+#[test]
+fn external_tensors_need_no_allocation_and_leave_the_lower_bound() {
+    let (analysis, mut plan) = with_external_io();
+    plan.allocations
+        .retain(|allocation| allocation.tensor != INPUT && allocation.tensor != OUTPUT);
+    let checked = check_plan(&analysis, plan).expect("valid without the external tensors");
+    // Scratch: at step 2, conv_out 32 + pinned 16; the output's 64 bytes are the caller's.
+    assert_eq!(checked.lower_bounds, vec![48, 48, 16, 32]);
+}
+
+#[test]
+fn contract_1_external_tensor_placed() {
+    let (analysis, mut plan) = with_external_io();
+    plan.allocations
+        .retain(|allocation| allocation.tensor != OUTPUT);
+    let violation = the_one(&analysis, plan, ViolationKind::ExternalPlaced);
+    assert_names_tensor(&violation, "0", "serving_input");
+    assert_mentions(
+        &violation,
+        &[
+            "is external",
+            "offset 0 in the scratch arena in SRAM",
+            "leave external",
+        ],
+    );
+}

@@ -27,6 +27,8 @@ pub enum ViolationKind {
     OffsetMismatch,
     /// An allocation reserves a different number of bytes than the tensor has.
     SizeMismatch,
+    /// An external tensor (in a buffer the caller owns) is placed in an arena.
+    ExternalPlaced,
 
     // Contract 2: bound to an arena of the right role and memory, which exists.
     /// A tensor is bound to an arena whose role does not match its kind.
@@ -71,7 +73,7 @@ pub enum ViolationKind {
 
 impl ViolationKind {
     /// Every kind, in contract order.
-    pub const ALL: [ViolationKind; 20] = {
+    pub const ALL: [ViolationKind; 21] = {
         use ViolationKind::*;
         [
             MissingAllocation,
@@ -79,6 +81,7 @@ impl ViolationKind {
             UnknownTensor,
             OffsetMismatch,
             SizeMismatch,
+            ExternalPlaced,
             WrongRole,
             WrongMemory,
             UnknownMemory,
@@ -102,7 +105,7 @@ impl ViolationKind {
         use ViolationKind::*;
         match self {
             MissingAllocation | DuplicateAllocation | UnknownTensor | OffsetMismatch
-            | SizeMismatch => 1,
+            | SizeMismatch | ExternalPlaced => 1,
             WrongRole | WrongMemory | UnknownMemory | MissingArena | DuplicateArena => 2,
             SlotSourceMismatch | ArenaSourceMismatch => 3,
             OutOfArena | Misaligned | BadArenaAlignment | FixedOffsetMoved => 4,
@@ -120,6 +123,7 @@ impl ViolationKind {
             UnknownTensor => "unknown_tensor",
             OffsetMismatch => "offset_mismatch",
             SizeMismatch => "size_mismatch",
+            ExternalPlaced => "external_placed",
             WrongRole => "wrong_role",
             WrongMemory => "wrong_memory",
             UnknownMemory => "unknown_memory",

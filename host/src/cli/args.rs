@@ -113,9 +113,13 @@ pub struct TargetArgs {
     /// arena_alignment}). Repeatable; later entries win.
     #[arg(long = "memory", value_name = "NAME=BYTES|FILE")]
     pub memory: Vec<String>,
-    /// Attribute rules file (placement memory, constant staging, alignment).
+    /// Attribute rules file (placement memory, constant staging, alignment, external).
     #[arg(long, value_name = "FILE")]
     pub rules: Option<PathBuf>,
+    /// Tensors of these kinds live in buffers the firmware owns and binds at run time, not in
+    /// an arena: inputs, outputs and/or constants, separated by commas (rules may override).
+    #[arg(long = "external-io", value_name = "KIND[,KIND...]")]
+    pub external_io: Option<String>,
 }
 
 /// `--order`.

@@ -10,12 +10,13 @@ use super::args::{
 };
 use super::parse;
 use crate::analyze::order::OrderMode;
+use crate::cli::planner_options::PlannerOptionsByName;
 use crate::emit;
 use crate::error::{Error, Result};
-use crate::input::Constraints;
-use crate::registry::select::PlannerOptionsByName;
-use crate::registry::{Isolation, RunLimits, TrustPolicy};
+use crate::input::{external_io, Constraints, ExternalIo};
+use crate::registry::TrustPolicy;
 use crate::render::{self, RenderOptions};
+use crate::runner::{Isolation, RunLimits};
 
 /// What to run, checked.
 #[derive(Debug)]
@@ -32,13 +33,15 @@ pub enum Task {
     Bench(BenchConfig),
 }
 
-/// `--target`, `--memory` (parsed) and `--rules`; the files they name are read by the read
-/// stage.
+/// `--target`, `--memory` (parsed), `--rules` and `--external-io` (parsed); the files they
+/// name are read by the read stage.
 #[derive(Clone, Debug, Default)]
 pub struct TargetConfig {
     pub target: Option<String>,
     pub constraints: Constraints,
     pub rules: Option<PathBuf>,
+    /// `--external-io` kinds (and, for `check`, the plan file's external ids).
+    pub external_io: ExternalIo,
 }
 
 /// Where plugins are searched and which may be loaded.
@@ -133,6 +136,10 @@ fn plan(args: PlanArgs) -> Result<PlanConfig> {
         emit_tflite: args.emit_tflite,
     };
     render::check_options(&render)?;
+    let target = target(args.target)?;
+    if args.emit_tflite && !target.external_io.kinds.is_empty() {
+        return Err(Error::input(render::EXTERNAL_WITH_EMIT_TFLITE.to_string()));
+    }
     if args.emit_tflite && !crate::input::is_tflite_path(&args.input) {
         return Err(Error::input(format!(
             "--emit-tflite writes the input .tflite model with memplan's plan, but {} is not a \
@@ -151,7 +158,7 @@ fn plan(args: PlanArgs) -> Result<PlanConfig> {
         input: args.input,
         planners,
         options,
-        target: target(args.target)?,
+        target,
         render,
         out: args.out,
         isolate: isolation(args.isolation.isolate),
@@ -198,7 +205,7 @@ fn bench(args: BenchArgs, verbosity: Verbosity) -> Result<BenchConfig> {
 }
 
 /// `--timeout` and `--plan-memory-limit` (an isolated planner without a timeout gets
-/// [`crate::registry::run::DEFAULT_ISOLATED_TIMEOUT`] when it runs).
+/// [`crate::runner::run::DEFAULT_ISOLATED_TIMEOUT`] when it runs).
 fn run_limits(timeout: Option<f64>, isolation: &IsolationArgs) -> Result<RunLimits> {
     Ok(RunLimits {
         timeout: parse::timeout(timeout)?,
@@ -223,6 +230,13 @@ fn target(args: TargetArgs) -> Result<TargetConfig> {
         target: args.target,
         constraints: parse::memory_constraints(&args.memory)?,
         rules: args.rules,
+        external_io: ExternalIo {
+            kinds: match &args.external_io {
+                Some(spec) => external_io::parse_kinds(spec)?,
+                None => Vec::new(),
+            },
+            ids: Vec::new(),
+        },
     })
 }
 
@@ -291,7 +305,7 @@ mod tests {
 
     #[test]
     fn an_isolated_planner_gets_a_default_time_limit() {
-        use crate::registry::run::DEFAULT_ISOLATED_TIMEOUT;
+        use crate::runner::run::DEFAULT_ISOLATED_TIMEOUT;
         assert_eq!(
             plan_limits(&["--isolate"]).for_worker().timeout,
             Some(DEFAULT_ISOLATED_TIMEOUT)

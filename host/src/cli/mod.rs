@@ -6,6 +6,7 @@
 pub mod args;
 pub mod config;
 pub mod parse;
+pub mod planner_options;
 
 pub use args::{
     BenchArgs, BenchFormat, CheckArgs, Cli, Command, Format, PlanArgs, PlannersArgs, PluginArgs,

@@ -7,9 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
+use crate::cli::planner_options::PlannerOptionsByName;
 use crate::error::{Error, Result};
 use crate::input::{Constraints, MemoryConstraint};
-use crate::registry::select::PlannerOptionsByName;
 use crate::registry::trust::parse_sha256;
 
 /// The planner names of a `--planner` value: comma-separated, trimmed, non-empty, distinct.

@@ -1,5 +1,5 @@
 //! `memplan bench INPUTS... --planner a,b,c`: reads each input, measures each planner on it
-//! (`registry::measure`, which says what the figures are) and prints the table
+//! (`selection::measure`, which says what the figures are) and prints the table
 //! (`report::bench`). A progress bar is drawn on stderr when it is a terminal.
 
 use std::io::Write;
@@ -14,9 +14,9 @@ use crate::cli::BenchFormat;
 use crate::error::{Error, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::registry::measure::{measure_planner, BenchRow};
 use crate::registry::Registry;
 use crate::report::bench::{format_csv, format_text, rows_json};
+use crate::selection::measure::{measure_planner, BenchRow};
 
 pub fn run(config: &BenchConfig) -> Result<ExitCode> {
     let planners = &config.planners;
@@ -33,17 +33,23 @@ pub fn run(config: &BenchConfig) -> Result<ExitCode> {
         let label = path.display().to_string();
         for planner in planners {
             config.options.set_for(&mut analysis.request, planner);
+            // External tensors are not the planner's, nor in the lower bound.
+            let planner_request = analysis.planner_request();
             let measured = measure_planner(
-                &analysis.request,
+                &planner_request,
                 planner,
                 config.runs,
                 || {
                     progress.set_message(format!("{label} {planner}"));
                     progress.inc(1);
-                    registry.plan(planner, &analysis.request, &config.limits, config.isolate)
+                    registry.plan(planner, &planner_request, &config.limits, config.isolate)
                 },
-                |plan| check::check_plan(&analysis, plan).map(|checked| checked.plan),
+                |plan| {
+                    check::check_plan(&analysis, analysis.external.restore_indices(plan))
+                        .map(|checked| checked.plan)
+                },
             );
+            drop(planner_request);
             let outcome = match (measured, &config.solutions) {
                 (Ok((measurement, plan)), Some(dir)) => {
                     write_solution(dir, path, planner, &analysis.request, &plan)?;

@@ -27,7 +27,9 @@ pub fn run(config: &CheckConfig) -> Result<ExitCode> {
         return check_embedded(config);
     };
     let document = plan_file::read_document(plan)?;
-    let target = target_of_the_plan(plan, document.target.as_deref(), &config.target)?;
+    let mut target = target_of_the_plan(plan, document.target.as_deref(), &config.target)?;
+    // The plan's external tensors are external in the analysis it is checked against.
+    target.external_io.ids = document.external_ids();
     let analysis = match &document.operator_order {
         Some(order) => super::read_order_and_analyze(
             &config.input,
@@ -85,6 +87,14 @@ fn target_of_the_plan(
 }
 
 fn check_embedded(config: &CheckConfig) -> Result<ExitCode> {
+    if !config.target.external_io.kinds.is_empty() {
+        return Err(Error::input(format!(
+            "{}: without a plan file, check checks the offline plan the model carries, in \
+             which TensorFlow Lite Micro keeps every tensor in its arena; --external-io does \
+             not apply (give the plan file memplan wrote to check a plan with external tensors)",
+            config.input.display()
+        )));
+    }
     let mut order_violations = Vec::new();
     let analysis = super::read_edit_and_analyze(&config.input, &config.target, |model| {
         if let LifetimeRule::TfliteMicro(graph) = &mut model.rule {

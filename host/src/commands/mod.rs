@@ -61,6 +61,7 @@ fn read_prepare_and_analyze(
         target.target.as_deref(),
         target.constraints.clone(),
         target.rules.as_deref(),
+        target.external_io.clone(),
     )?;
     let mut model = input::read_model(model)?;
     let order = prepare(&mut model)?;

@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 use crate::cli::config::PlanConfig;
 use crate::cli::Format;
 use crate::error::{Error, ErrorKind, Result};
-use crate::registry::select;
 use crate::registry::Registry;
 use crate::report::plan::{self as summary, RunReport};
+use crate::selection;
 use crate::{check, emit, render};
 
 /// Runs `stage` and records how long it took under `name`.
@@ -46,6 +46,7 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
         )
     })?;
     analysis.ensure_plannable()?;
+    crate::render::check_emit_tflite(&analysis, &render_options)?;
 
     // Each candidate plan is checked before it may compete, so a wrong plan never wins.
     let mut check_time = Duration::ZERO;
@@ -53,21 +54,24 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
     // The request carries the first planner's options; another planner whose options differ
     // gets a copy with its own (a cost paid only with per-planner options).
     options.set_for(&mut analysis.request, &names[0]);
-    let selection = select::select_plan(names, &analysis.request, |name| {
+    // External tensors are not the planner's: it gets the others, renumbered.
+    let planner_request = analysis.planner_request();
+    let selection = selection::select_plan(names, &analysis.request, |name| {
         let index = names
             .iter()
             .position(|n| n == name)
             .expect("name from the list");
         let own_options;
-        let request = if analysis.request.options.as_str() == options.for_planner(name) {
-            &analysis.request
+        let request = if planner_request.options.as_str() == options.for_planner(name) {
+            &*planner_request
         } else {
-            let mut copy = analysis.request.clone();
+            let mut copy = planner_request.clone().into_owned();
             options.set_for(&mut copy, name);
             own_options = copy;
             &own_options
         };
         let plan = planners[index].execute(request, limits, config.isolate)?;
+        let plan = analysis.external.restore_indices(plan);
         let check_start = Instant::now();
         let checked = check::check_plan(&analysis, plan).map_err(|violations| {
             let error = Error::from(violations);
@@ -123,6 +127,7 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
     }
     .map_err(|error| Error::internal(format!("cannot write the summary to stdout: {error}")))?;
     let exit = wrong_plans_exit(&report);
+    drop(planner_request);
     crate::allocator::release((analysis, checked, rendered));
     Ok(exit)
 }
@@ -133,7 +138,12 @@ fn wrong_plans_exit(report: &RunReport) -> ExitCode {
     let wrong: Vec<&str> = report
         .candidates
         .iter()
-        .filter(|candidate| matches!(candidate.outcome, select::CandidateOutcome::Rejected { .. }))
+        .filter(|candidate| {
+            matches!(
+                candidate.outcome,
+                selection::CandidateOutcome::Rejected { .. }
+            )
+        })
         .map(|candidate| candidate.planner.as_str())
         .collect();
     if wrong.is_empty() {

@@ -7,6 +7,7 @@
 use std::collections::BTreeSet;
 use std::fmt::{self, Write};
 
+use super::c_external;
 use super::c_templates::{self, expand};
 use super::c_text::{array_len, comment_text, kind_constant, KINDS};
 use crate::render::RenderPlan;
@@ -104,7 +105,7 @@ pub fn write_tensors_h(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
         writeln!(out)?;
     }
 
-    writeln!(out, "{}", expand(c_templates::STATUS_ENUM, p))?;
+    writeln!(out, "{}", expand(&status_enum(plan), p))?;
 
     writeln!(out, "enum {p}_tensor_kind {{")?;
     for (value, kind) in KINDS.iter().enumerate() {
@@ -279,10 +280,29 @@ pub fn write_tensors_h(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
     if plan.external_arenas {
         write_bind_declarations(out, plan)?;
     }
+    c_external::write_declarations(out, plan)?;
 
     writeln!(out, "#ifdef __cplusplus\n}}\n#endif\n")?;
     writeln!(out, "#endif /* {pm}_TENSORS_H */")?;
     Ok(())
+}
+
+/// The status enum; with external tensors, also the status of binding a tensor that has no
+/// external buffer.
+fn status_enum(plan: &RenderPlan) -> String {
+    let template = c_templates::STATUS_ENUM;
+    if c_external::external_buffers(plan).is_empty() {
+        return template.to_string();
+    }
+    // The last value gains a comma and the new value follows it.
+    let last = "@P@_ERR_COUNT = -6 /* a table with the wrong number of entries */\n";
+    template.replace(
+        last,
+        &format!(
+            "@P@_ERR_COUNT = -6, /* a table with the wrong number of entries */\n{}",
+            c_external::STATUS_ERR_TENSOR
+        ),
+    )
 }
 
 fn write_bind_declarations(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {

@@ -4,6 +4,7 @@
 
 use std::fmt::{self, Write};
 
+use super::c_external;
 use super::c_templates;
 use super::c_text::{array_len, comment_text, kind_constant};
 use crate::render::{ConstantPayload, Region, RenderPlan, Segment};
@@ -24,6 +25,7 @@ pub fn write_tensors_c(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
     write_region_tables(out, plan)?;
     write_descriptors(out, plan)?;
     write_staged_table(out, plan)?;
+    c_external::write_definitions(out, plan)?;
     write_data_of(out, plan)?;
     if plan.external_arenas {
         write_bind_functions(out, plan)?;
@@ -118,7 +120,7 @@ fn write_descriptors(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
             Some(region) => plan.regions[region].c_name.clone(),
             None => format!("{p}_num_arena_buffers"),
         };
-        let offset = if tensor.region.is_some() {
+        let offset = if tensor.region.is_some() || tensor.external {
             tensor.offset
         } else {
             0
@@ -160,10 +162,16 @@ fn write_staged_table(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
 }
 
 fn write_data_of(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
-    let template = if plan.tensors.is_empty() || plan.regions.is_empty() {
-        c_templates::DATA_OF_NOTHING
-    } else {
-        c_templates::DATA_OF
+    let external = !c_external::external_buffers(plan).is_empty();
+    let with_external;
+    let template = match (external, plan.tensors.is_empty() || plan.regions.is_empty()) {
+        (true, false) => {
+            with_external = c_external::data_of_with_external();
+            &with_external
+        }
+        (true, true) => c_external::DATA_OF_EXTERNAL_ONLY,
+        (false, true) => c_templates::DATA_OF_NOTHING,
+        (false, false) => c_templates::DATA_OF,
     };
     writeln!(out, "{}", c_templates::expand(template, &plan.prefix))
 }

@@ -48,7 +48,8 @@ int @p@_hydrate_constants(void);
 
 pub const DESCRIPTOR_TYPE: &str = "\
 /* Where a tensor lives: its bytes are region base + offset. Empty tensors take no
-   space and have region == @p@_num_arena_buffers. */
+   space and have region == @p@_num_arena_buffers, as do external tensors (in buffers the
+   firmware binds, if the plan has any: offset is then the offset in that buffer). */
 typedef struct {
     uint8_t kind; /* enum @p@_tensor_kind */
     uint32_t region; /* enum @p@_arena_region */

@@ -9,6 +9,7 @@
 //! inputs write byte-identical files.
 
 mod atomic;
+mod c_external;
 mod c_header;
 mod c_order;
 mod c_sources;

@@ -75,8 +75,12 @@ struct TensorRecord<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     c_name: Option<&'a str>,
     kind: &'static str,
-    /// `null` for empty tensors, which take no space.
+    /// `null` for empty tensors, which take no space, and for external ones.
     region_id: Option<usize>,
+    /// Only for external tensors (in a buffer the caller binds): `true`; their `offset` is the
+    /// view offset in their root's buffer.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    external: bool,
     offset: u64,
     size: u64,
     alignment: u64,
@@ -150,6 +154,7 @@ pub fn write_residency_json(
                     .then_some(tensor.c_name.as_str()),
                 kind: tensor.kind.as_str(),
                 region_id: tensor.region,
+                external: tensor.external,
                 offset: tensor.offset,
                 size: tensor.size,
                 alignment: tensor.alignment,

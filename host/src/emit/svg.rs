@@ -437,6 +437,7 @@ mod tests {
                 alignment: 16,
                 lifetime: Lifetime::new((index / 8) as u32 * 2, (index / 8) as u32 * 2 + 1),
                 alias_of: None,
+                external: false,
             })
             .collect();
         let region = Region {

@@ -7,6 +7,7 @@
 pub mod base64;
 pub mod constraints;
 pub mod csv;
+pub mod external_io;
 pub mod graph;
 pub mod json;
 pub mod model;
@@ -19,6 +20,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 pub use constraints::{Constraints, MemoryConstraint, MemoryLimit};
+pub use external_io::ExternalIo;
 pub use model::{LifetimeRule, Model, ModelAlias, Operator, Tensor};
 pub use rules::{Attributes, Rules};
 pub use target::{Target, TargetMemory};
@@ -61,14 +63,17 @@ impl TargetSetup {
         target: Option<&str>,
         constraints: Constraints,
         rules: Option<&Path>,
+        external_io: ExternalIo,
     ) -> Result<Self> {
+        let mut rules = match rules {
+            Some(path) => Rules::read(path)?,
+            None => Rules::default(),
+        };
+        rules.external_io = external_io;
         Ok(TargetSetup {
             target: Target::load(target)?,
             constraints,
-            rules: match rules {
-                Some(path) => Rules::read(path)?,
-                None => Rules::default(),
-            },
+            rules,
         })
     }
 }

@@ -1,16 +1,18 @@
 //! Attribute rules (heliaAOT's semantics): set a tensor's placement memory, a constant's
-//! destination memory (staging) and alignment, matched by kind and/or id.
+//! destination memory (staging), alignment and whether it is *external* (in a buffer the
+//! caller owns, outside every arena), matched by kind and/or id.
 //!
 //! Rules apply in ascending specificity — neither id nor type, type only, id only, id and
 //! type — and within one specificity in file order; a later rule's keys override earlier ones,
 //! keys it does not set are kept.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
+use crate::input::external_io::ExternalIo;
 use crate::input::model::{alignment_problem, TensorKind};
 use crate::input::source::{parse_json, read_text, JsonId};
 
@@ -57,6 +59,9 @@ pub struct Attributes {
     pub constant_destination_memory: Option<String>,
     /// Minimum alignment of the tensor's slot (a power of two).
     pub alignment: Option<u64>,
+    /// `true`: the tensor lives in a buffer the caller owns and binds at run time, not in an
+    /// arena (`false` keeps it in an arena against a less specific rule or `--external-io`).
+    pub external: Option<bool>,
 }
 
 impl Attributes {
@@ -71,6 +76,9 @@ impl Attributes {
         }
         if later.alignment.is_some() {
             self.alignment = later.alignment;
+        }
+        if later.external.is_some() {
+            self.external = later.external;
         }
     }
 }
@@ -96,6 +104,9 @@ pub struct Rules {
     /// The rules file, for messages (`None` when no file was given).
     pub path: Option<PathBuf>,
     pub rules: Vec<Rule>,
+    /// Externality from outside the rules file: `--external-io` kinds (beneath every rule)
+    /// and the ids a plan file lists as external (above every rule).
+    pub external_io: ExternalIo,
 }
 
 impl Rules {
@@ -135,12 +146,14 @@ impl Rules {
                     memory: doc.attributes.memory,
                     constant_destination_memory: doc.attributes.constant_destination_memory,
                     alignment: doc.attributes.alignment,
+                    external: doc.attributes.external,
                 },
             });
         }
         Ok(Rules {
             path: Some(path.to_path_buf()),
             rules,
+            external_io: ExternalIo::default(),
         })
     }
 
@@ -173,7 +186,10 @@ impl Rules {
             TensorKind::Persistent,
         ];
         let by_kind = kinds.map(|kind| {
-            let mut merged = Attributes::default();
+            let mut merged = Attributes {
+                external: self.external_io.kinds.contains(&kind).then_some(true),
+                ..Attributes::default()
+            };
             for &i in &order {
                 let rule = &self.rules[i];
                 if rule.ids.is_none() && rule.selector.matches(kind) {
@@ -189,7 +205,12 @@ impl Rules {
                 by_id.entry(id.as_str()).or_default().push(rule);
             }
         }
-        RuleResolver { by_kind, by_id }
+        let external_ids = self.external_io.ids.iter().map(String::as_str).collect();
+        RuleResolver {
+            by_kind,
+            by_id,
+            external_ids,
+        }
     }
 }
 
@@ -198,6 +219,8 @@ pub struct RuleResolver<'r> {
     by_kind: [(TensorKind, Attributes); 5],
     /// Id rules naming each id, in application order.
     by_id: HashMap<&'r str, Vec<&'r Rule>>,
+    /// Ids a plan file lists as external: external whatever the rules say.
+    external_ids: HashSet<&'r str>,
 }
 
 impl<'r> RuleResolver<'r> {
@@ -209,7 +232,7 @@ impl<'r> RuleResolver<'r> {
             .find(|(k, _)| *k == kind)
             .expect("every kind has an entry")
             .1;
-        match self.by_id.get(id) {
+        let mut attributes = match self.by_id.get(id) {
             None => std::borrow::Cow::Borrowed(base),
             Some(rules) => {
                 let mut merged = base.clone();
@@ -218,7 +241,16 @@ impl<'r> RuleResolver<'r> {
                 }
                 std::borrow::Cow::Owned(merged)
             }
+        };
+        if self.external_ids.contains(id) {
+            attributes.to_mut().external = Some(true);
         }
+        attributes
+    }
+
+    /// Ids a plan file lists as external, for a warning about ids the model does not have.
+    pub fn external_ids(&self) -> impl Iterator<Item = &'r str> + '_ {
+        self.external_ids.iter().copied()
     }
 
     /// Ids named by rules, for a warning about ids the model does not have.
@@ -267,6 +299,8 @@ struct AttributesDoc {
     constant_destination_memory: Option<String>,
     #[serde(default)]
     alignment: Option<u64>,
+    #[serde(default)]
+    external: Option<bool>,
 }
 
 #[cfg(test)]
@@ -322,6 +356,38 @@ mod tests {
             assert_eq!(resolver.resolve(kind, "x").memory.as_deref(), Some("DTCM"));
         }
         assert_eq!(resolver.resolve(TensorKind::Persistent, "x").memory, None);
+    }
+
+    #[test]
+    fn external_comes_from_rules_over_the_kinds_and_from_plan_ids_over_rules() {
+        let mut rules = rules_from(
+            r#"[{"type": "input", "id": "frame", "attributes": {"external": false}},
+                {"id": "logits", "attributes": {"external": true}}]"#,
+        )
+        .unwrap();
+        rules.external_io.kinds = vec![TensorKind::Input];
+        let resolver = rules.resolver();
+        assert_eq!(
+            resolver.resolve(TensorKind::Input, "x").external,
+            Some(true)
+        );
+        assert_eq!(
+            resolver.resolve(TensorKind::Input, "frame").external,
+            Some(false)
+        );
+        assert_eq!(
+            resolver
+                .resolve(TensorKind::Intermediate, "logits")
+                .external,
+            Some(true)
+        );
+        assert_eq!(resolver.resolve(TensorKind::Output, "y").external, None);
+        rules.external_io.ids = vec!["frame".to_string()];
+        let resolver = rules.resolver();
+        assert_eq!(
+            resolver.resolve(TensorKind::Input, "frame").external,
+            Some(true)
+        );
     }
 
     #[test]

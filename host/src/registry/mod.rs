@@ -1,4 +1,6 @@
-//! Plan stage, host side: finds planner plugins, selects one by NAME and runs it.
+//! Plan stage, host side: finds and trusts planner plugins and registers their planners by
+//! NAME; running one is [`crate::runner`]'s job, choosing between several
+//! [`crate::selection`]'s.
 //!
 //! Discovery walks the search path of [`search`] (each `--plugin-dir`, `MEMPLAN_PLUGIN_PATH`,
 //! the executable's directory and its `plugins/`; never the current directory), loads every
@@ -15,22 +17,15 @@
 //! Before the loader sees a file, [`trust`] opens, permission-checks and hashes it under the
 //! user's [`TrustPolicy`]: insecure files are rejected, and when every selected planner is
 //! pinned to a SHA-256, files with other hashes are not loaded at all. A pinned planner found
-//! in a file with another hash is rejected. [`isolate`] runs a planner in a worker process.
+//! in a file with another hash is rejected. [`crate::runner::isolate`] runs a planner in a
+//! worker process.
 //!
 //! Libraries are never unloaded, so planner handles stay valid for the whole process.
 
-pub mod crash;
-pub mod isolate;
 pub mod load;
 pub mod manifest;
-pub mod measure;
-pub mod run;
 pub mod search;
-pub mod select;
-pub mod stdout;
-pub mod threads;
 pub mod trust;
-pub mod workdir;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,9 +34,8 @@ use std::sync::Arc;
 use memplan_plugin_api::{MemoryPlan, PlanRequest, PlannerEntry};
 
 use crate::error::{Error, Result};
-pub use isolate::{plan_in_worker, Isolation, WorkerJob, WorkerReply};
+use crate::runner::{isolate, plan_in_worker, run, run_planner, Isolation, RunLimits, WorkerJob};
 pub use load::{load_plugin, open_module, LoadFailure, PluginFile};
-pub use run::{call_planner, run_planner, RunLimits};
 pub use search::{candidate_files, executable_dir, search_path, PLUGIN_PATH_VAR};
 pub use trust::{OpenedPlugin, PinSource, TrustPolicy};
 
@@ -264,7 +258,7 @@ impl Registry {
         let required: Option<Vec<String>> = trust
             .required_hashes(selected)
             .map(|pins| pins.into_iter().map(|pin| pin.sha256.clone()).collect());
-        let _workdir = workdir::KeepWorkingDirectory::new("loading plugins");
+        let _workdir = crate::runner::workdir::KeepWorkingDirectory::new("loading plugins");
         let installation = installation_dirs();
         for dir in &searched {
             registry.scan_directory(dir, required.as_deref(), &installation, selected);

@@ -7,7 +7,8 @@
 //!
 //! - `plan_hash`: one record `role|MEM|SRC|size|alignment|staged` per region, in region order;
 //! - `tensor_layout_hash`: one record `id|role|MEM|offset|size` per bound tensor, numeric ids
-//!   in numeric order first, then the other ids lexicographically.
+//!   in numeric order first, then the other ids lexicographically. External tensors are bound
+//!   to no arena and have no record.
 
 use sha2::{Digest, Sha256};
 
@@ -57,6 +58,7 @@ pub fn tensor_layout_hash(tensors: &[RenderedTensor]) -> String {
     let mut ordered: Vec<(LayoutKey, usize)> = tensors
         .iter()
         .enumerate()
+        .filter(|(_, tensor)| !tensor.external)
         .map(|(index, tensor)| (layout_key(&tensor.id), index))
         .collect();
     ordered.sort_unstable();
@@ -136,6 +138,7 @@ mod tests {
             alignment: 16,
             lifetime: Lifetime::new(0, 0),
             alias_of: None,
+            external: false,
         }
     }
 

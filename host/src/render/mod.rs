@@ -133,6 +133,10 @@ pub struct RenderedTensor {
     pub lifetime: Lifetime,
     /// Index of the root tensor when this tensor is a view of it.
     pub alias_of: Option<usize>,
+    /// In a buffer the caller owns and binds at run time (`analyze::external`): no region,
+    /// `offset` is the view offset in its root's buffer (0 for the root), `memory` and
+    /// `source_memory` are empty.
+    pub external: bool,
 }
 
 /// What the emit stage needs, and nothing it would have to compute.
@@ -183,6 +187,26 @@ impl RenderPlan {
     pub fn staged_regions(&self) -> impl Iterator<Item = &Region> {
         self.regions.iter().filter(|region| region.is_staged())
     }
+}
+
+/// Why `--emit-tflite` and external tensors do not go together.
+pub const EXTERNAL_WITH_EMIT_TFLITE: &str = "--emit-tflite cannot be combined with external \
+    tensors (--external-io, or rules with \"external\": true): the offline plan TensorFlow Lite \
+    Micro reads holds arena offsets only, and TFLite Micro has no way to keep a tensor outside \
+    its arena. Drop --emit-tflite to get C sources with a bind function per external buffer, \
+    or drop the external tensors to write the .tflite";
+
+/// Refuses `--emit-tflite` for a model with external tensors (exit 2), before any planning.
+pub fn check_emit_tflite(analysis: &Analysis, options: &RenderOptions) -> Result<()> {
+    if options.emit_tflite && analysis.external.any() {
+        let first = analysis.external.indices().next().unwrap_or(0);
+        return Err(Error::input(format!(
+            "{}: tensor '{}' is external. {EXTERNAL_WITH_EMIT_TFLITE}",
+            analysis.source.display(),
+            analysis.name_of(first)
+        )));
+    }
+    Ok(())
 }
 
 /// Checks the options alone (the prefix must be a C identifier), so that the plan command can
@@ -270,54 +294,79 @@ fn render_tables(
         .map(|memory| Arc::from(memory.name.as_str()))
         .collect();
     let mut tensors = Vec::with_capacity(request.tensors.len());
+    let no_memory: Arc<str> = Arc::from("");
     for (index, (tensor, suffix)) in request.tensors.iter().zip(&suffixes).enumerate() {
-        let allocation = allocation_of[index].ok_or_else(|| {
-            Error::internal(format!(
-                "tensor `{}` has no allocation in the checked plan",
-                tensor.id
-            ))
-        })?;
-        let binding = allocation.binding;
-        let memory = memory_name(binding.memory)?;
-        let region = if allocation.size == 0 {
-            None
+        let external = analysis.external.is_external(index);
+        // (role, memory, source memory, region, offset, size): an external tensor's are its
+        // kind's role, no memory and no region, its view offset in its buffer, its size.
+        let placement = if external {
+            let offset = tensor
+                .alias_of
+                .into_option()
+                .map_or(0, |alias| alias.offset);
+            let no_memory = || Arc::clone(&no_memory);
+            let role = tensor.kind.role();
+            (role, no_memory(), no_memory(), None, offset, tensor.size)
         } else {
-            let id = region_of.get(&(binding.role, memory)).ok_or_else(|| {
+            let allocation = allocation_of[index].ok_or_else(|| {
                 Error::internal(format!(
-                    "tensor `{}` is bound to a {} arena in {memory} that the plan does not have",
-                    tensor.id,
-                    binding.role.as_str()
+                    "tensor `{}` has no allocation in the checked plan",
+                    tensor.id
                 ))
             })?;
-            Some(*id)
+            let binding = allocation.binding;
+            let memory = memory_name(binding.memory)?;
+            let region = if allocation.size == 0 {
+                None
+            } else {
+                let id = region_of.get(&(binding.role, memory)).ok_or_else(|| {
+                    Error::internal(format!(
+                        "tensor `{}` is bound to a {} arena in {memory} that the plan does not \
+                         have",
+                        tensor.id,
+                        binding.role.as_str()
+                    ))
+                })?;
+                Some(*id)
+            };
+            let source_memory = memory_names
+                .get(binding.source_memory as usize)
+                .ok_or_else(|| {
+                    Error::internal(format!(
+                        "the plan names unknown memory #{}",
+                        binding.source_memory
+                    ))
+                })?;
+            (
+                binding.role,
+                // Shared: a million tensors in one memory need not spell its name a million
+                // times.
+                Arc::clone(&memory_names[binding.memory as usize]),
+                Arc::clone(source_memory),
+                region,
+                allocation.offset,
+                allocation.size,
+            )
         };
+        let (role, memory, source_memory, region, offset, size) = placement;
         tensors.push(RenderedTensor {
             id: tensor.id.to_string(),
             name: analysis.name_of(index).to_string(),
             c_name: format!("{}_tensor_{suffix}", options.prefix),
             kind: tensor.kind,
-            role: binding.role,
-            // Shared: a million tensors in one memory need not spell its name a million times.
-            memory: Arc::clone(&memory_names[binding.memory as usize]),
-            source_memory: Arc::clone(
-                memory_names
-                    .get(binding.source_memory as usize)
-                    .ok_or_else(|| {
-                        Error::internal(format!(
-                            "the plan names unknown memory #{}",
-                            binding.source_memory
-                        ))
-                    })?,
-            ),
+            role,
+            memory,
+            source_memory,
             region,
-            offset: allocation.offset,
-            size: allocation.size,
+            offset,
+            size,
             alignment: tensor.alignment,
             lifetime: tensor.lifetime,
             alias_of: tensor
                 .alias_of
                 .into_option()
                 .map(|alias| alias.root as usize),
+            external,
         });
     }
     for (index, tensor) in tensors.iter().enumerate() {
@@ -342,6 +391,7 @@ fn render_tables(
         }
     }
     check_symbols_are_unique(&regions)?;
+    check_emit_tflite(analysis, options)?;
     let tflite = tflite_offline::offline_plan(analysis, checked)?;
     if options.emit_tflite && tflite.is_none() {
         return Err(Error::input(format!(

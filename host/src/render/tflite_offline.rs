@@ -67,6 +67,11 @@ pub fn offline_plan(
     let Some(origin) = analysis.tflite.as_deref() else {
         return Ok(None);
     };
+    if analysis.external.any() {
+        // TFLM cannot keep a tensor outside its arena: no offline plan (`--emit-tflite` is
+        // refused, `render::check_emit_tflite`), the C sources only.
+        return Ok(None);
+    }
     let request = &analysis.request;
     let mut allocation_of = vec![None; request.tensors.len()];
     for allocation in checked.plan.allocations.iter() {

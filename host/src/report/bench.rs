@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::registry::measure::BenchRow;
+use crate::selection::measure::BenchRow;
 
 pub fn format_text(rows: &[BenchRow]) -> String {
     let input_width = rows.iter().map(|r| r.input.len()).max().unwrap_or(0).max(5);
@@ -106,7 +106,7 @@ mod tests {
     use super::*;
     use crate::check::{Violation, ViolationKind, Violations};
     use crate::error::Error;
-    use crate::registry::measure::{wrong_plan_error, Measurement};
+    use crate::selection::measure::{wrong_plan_error, Measurement};
 
     #[test]
     fn outputs_list_every_row_in_order() {

@@ -88,12 +88,25 @@ pub fn text_report(
     };
     match outcome {
         Ok(checked) => {
-            let mut text = format!(
-                "{}: ok: plan by {planner}, {} tensors in {} arenas\n",
-                plan_path.display(),
-                analysis.request.tensors.len(),
-                checked.plan.arenas.len()
-            );
+            let external = external_ids(analysis);
+            let tensors = analysis.request.tensors.len();
+            let arenas = checked.plan.arenas.len();
+            let placed = match external.len() {
+                0 => format!("{tensors} tensors in {arenas} arenas"),
+                count => {
+                    const SHOWN: usize = 8;
+                    let mut named: Vec<&str> = external.iter().copied().take(SHOWN).collect();
+                    let more = (count > SHOWN).then(|| format!("and {} more", count - SHOWN));
+                    named.extend(more.as_deref());
+                    format!(
+                        "{tensors} tensors, {} in {arenas} arenas and {count} external (in the \
+                         caller's buffers: {})",
+                        tensors - count,
+                        named.join(", ")
+                    )
+                }
+            };
+            let mut text = format!("{}: ok: plan by {planner}, {placed}\n", plan_path.display());
             for (arena, lower_bound) in checked.plan.arenas.iter().zip(&checked.lower_bounds) {
                 let name = arena_name(analysis, arena);
                 text.push_str(&format!(
@@ -111,6 +124,15 @@ pub fn text_report(
             violations.to_text()
         ),
     }
+}
+
+/// The ids of the external tensors (in the caller's buffers, no allocation), in tensor order.
+fn external_ids(analysis: &Analysis) -> Vec<&str> {
+    analysis
+        .external
+        .indices()
+        .map(|index| analysis.request.tensors[index].id.as_str())
+        .collect()
 }
 
 pub fn json_report(
@@ -143,6 +165,7 @@ pub fn json_report(
                 "plan": plan_path.display().to_string(),
                 "planner": planner,
                 "arenas": arenas,
+                "external": external_ids(analysis),
                 "violations": [],
             })
         }

@@ -4,5 +4,6 @@
 
 pub mod bench;
 pub mod check;
+pub mod external;
 mod order;
 pub mod plan;

@@ -11,8 +11,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::error::ErrorKind;
-use crate::registry::select::{Candidate, CandidateOutcome};
 use crate::render::RenderPlan;
+use crate::selection::{Candidate, CandidateOutcome};
 
 /// What the plan command knows about the run beyond the rendered plan.
 #[derive(Clone, Debug, Default)]
@@ -128,6 +128,9 @@ struct SummaryDocument<'a> {
     tflite_micro: Option<TfliteMicroSummary<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     operator_order: Option<super::order::OrderSummary<'a>>,
+    /// The buffers the firmware binds (external tensors), in no arena.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    external: Vec<super::external::ExternalSummary<'a>>,
 }
 
 /// For a `.tflite` input: TensorFlow Lite Micro's arena head (bytes) with its own plan and with
@@ -284,6 +287,7 @@ pub fn write_json(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
         timings_ms: timings,
         tflite_micro: TfliteMicroSummary::new(plan),
         operator_order: super::order::OrderSummary::new(plan),
+        external: super::external::summaries(plan),
     };
     serde_json::to_writer_pretty(&mut *out, &document)?;
     writeln!(out)
@@ -365,6 +369,9 @@ pub fn write_text(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
         }
     }
     for line in super::order::order_text(plan) {
+        writeln!(out, "{line}")?;
+    }
+    if let Some(line) = super::external::text(plan) {
         writeln!(out, "{line}")?;
     }
     for line in tflite_micro_text(plan) {

@@ -23,7 +23,7 @@
 //!    threads with `clone`, whose flags the filter can read.
 //!
 //! After the planner returns, [`lingering_threads`] counts the threads it left running
-//! ([`crate::registry::threads`]).
+//! ([`crate::runner::threads`]).
 
 use std::collections::BTreeMap;
 use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
@@ -427,9 +427,9 @@ fn allow_list(
 }
 
 /// The threads other than the calling one still running in the worker after the planner
-/// returned (see [`crate::registry::threads`]).
+/// returned (see [`crate::runner::threads`]).
 pub fn lingering_threads() -> u32 {
-    crate::registry::threads::threads_left_running(1, thread_count)
+    crate::runner::threads::threads_left_running(1, thread_count)
 }
 
 /// The thread count of the worker's `/proc/self/status`, read through [`STATUS_FD`] (opened
@@ -439,7 +439,7 @@ fn thread_count() -> Option<u32> {
     // SAFETY: pread into a stack buffer of the given length.
     let read = unsafe { libc::pread(STATUS_FD, buffer.as_mut_ptr().cast(), buffer.len(), 0) };
     let read = usize::try_from(read).ok()?;
-    crate::registry::threads::parse_thread_count(&String::from_utf8_lossy(&buffer[..read]))
+    crate::runner::threads::parse_thread_count(&String::from_utf8_lossy(&buffer[..read]))
 }
 
 /// What a violation means, for the user: "tried to ..." and what it reveals.
