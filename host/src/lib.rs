@@ -18,7 +18,8 @@
 //!
 //! [`cli`] parses the command line and resolves it into a checked configuration; [`main`]
 //! dispatches it to [`commands`], which wire the stages for each subcommand; [`report`] prints
-//! what they found; [`allocator`] keeps freed memory for reuse during the run.
+//! what they found; [`allocator`] keeps freed memory for reuse during the run; [`printable`]
+//! decides which characters of user-given text are never shown raw.
 
 pub mod allocator;
 pub mod analyze;
@@ -30,6 +31,7 @@ pub mod error;
 pub mod input;
 pub mod json_layout;
 pub mod plan_file;
+pub mod printable;
 pub mod registry;
 pub mod render;
 pub mod report;

@@ -257,13 +257,135 @@ pub fn to_json<Allocations: Serialize>(document: &PlanDocument<Allocations>) -> 
 
 /// Reads and parses the plan file at `path` (names are resolved by [`resolve`]).
 pub fn read_document(path: &Path) -> Result<PlanDocument> {
-    let text = std::fs::read_to_string(path).map_err(|error| {
-        Error::input(format!(
-            "{}: cannot read the plan file: {error}",
-            path.display()
-        ))
-    })?;
+    let text = crate::input::source::read_text(
+        path,
+        "a plan file (docs/plan-format.md)",
+        crate::input::source::MAX_MODEL_FILE_BYTES,
+    )?;
     parse_document(path, &text)
+}
+
+/// Reads a MiniMalloc solution CSV (`id,lower,upper,size,offset`, as `memplan bench
+/// --solutions` and MiniMalloc write it) as a plan document for `analysis`: one scratch arena
+/// per memory the scratch tensors go to (a tensor's `memory` rule, else the first memory in
+/// scratch order), each listed tensor at its offset, aliases at their root's offset plus the
+/// view offset and empty tensors at 0 (a solution lists neither). A solution has no constant
+/// or persistent arena: the checker reports such tensors of the model as unplaced, as it does
+/// a listed id the model does not have.
+pub fn read_solution(path: &Path, analysis: &Analysis) -> Result<PlanDocument> {
+    // The MiniMalloc reader reads the `offset` column as a fixed placement: the solution.
+    let solution = crate::input::csv::read_minimalloc_csv(path)?;
+    let request = &analysis.request;
+    let default_memory = crate::analyze::fixed::first_scratch_memory(&request.memories)
+        .ok_or_else(|| {
+            Error::input(format!(
+                "{}: target `{}` has no memory for scratch tensors, so a solution cannot be \
+                 placed in it",
+                path.display(),
+                analysis.target
+            ))
+        })?;
+    let index_of: HashMap<&str, usize> = request
+        .tensors
+        .iter()
+        .enumerate()
+        .map(|(index, tensor)| (tensor.id.as_str(), index))
+        .collect();
+    let mut offsets: Vec<Option<u64>> = vec![None; request.tensors.len()];
+    let mut allocations = Vec::new();
+    let memory_of = |index: usize| -> u32 {
+        request.tensors[index]
+            .memory
+            .into_option()
+            .unwrap_or(default_memory)
+    };
+    for row in &solution.tensors {
+        let Some(offset) = row.fixed_offset else {
+            return Err(Error::input(format!(
+                "{}: buffer `{}` has no offset; a solution CSV gives every buffer one (columns \
+                 id,lower,upper,size,offset)",
+                path.display(),
+                row.id
+            )));
+        };
+        let memory = match index_of.get(row.id.as_str()) {
+            Some(&index) => {
+                offsets[index] = Some(offset);
+                memory_of(index)
+            }
+            None => default_memory,
+        };
+        allocations.push((row.id.clone(), memory, offset, row.size));
+    }
+    for (index, tensor) in request.tensors.iter().enumerate() {
+        if tensor.kind.role() != ArenaRole::Scratch || offsets[index].is_some() {
+            continue;
+        }
+        let offset = match tensor.alias_of.into_option() {
+            Some(alias) => match offsets.get(alias.root as usize).copied().flatten() {
+                Some(root) => root.saturating_add(alias.offset),
+                None => continue,
+            },
+            None if tensor.size == 0 => 0,
+            None => continue,
+        };
+        allocations.push((tensor.id.to_string(), memory_of(index), offset, tensor.size));
+    }
+    let mut arenas: Vec<ArenaEntry> = Vec::new();
+    for &(ref id, memory, offset, size) in &allocations {
+        let alignment = index_of
+            .get(id.as_str())
+            .map_or(1, |&index| request.tensors[index].alignment)
+            .max(request.memories[memory as usize].arena_alignment)
+            .max(1);
+        let name = memory_name(analysis, memory);
+        let end = offset.saturating_add(size);
+        match arenas.iter_mut().find(|arena| arena.memory == name) {
+            Some(arena) => {
+                arena.size = arena.size.max(end);
+                arena.alignment = arena.alignment.max(alignment);
+            }
+            None => arenas.push(ArenaEntry {
+                role: ArenaRole::Scratch,
+                memory: name,
+                source_memory: None,
+                size: end,
+                alignment,
+                lower_bound: None,
+            }),
+        }
+    }
+    for arena in &mut arenas {
+        // A power of two (the largest of powers of two); the arena ends on it, as planners'
+        // arenas do.
+        arena.size = arena
+            .size
+            .checked_next_multiple_of(arena.alignment)
+            .unwrap_or(arena.size);
+    }
+    Ok(PlanDocument {
+        format: FORMAT_NAME.to_string(),
+        version: FORMAT_VERSION,
+        planner: "a solution CSV".to_string(),
+        summary: String::new(),
+        target: None,
+        operator_order: None,
+        arenas,
+        // A solution places every buffer it lists in its arena: none is external.
+        external: Vec::new(),
+        allocations: allocations
+            .into_iter()
+            .map(|(id, memory, offset, size)| AllocationEntry {
+                tensor: TensorId::Text(id),
+                name: None,
+                role: ArenaRole::Scratch,
+                memory: memory_name(analysis, memory),
+                source_memory: None,
+                offset,
+                size,
+            })
+            .collect(),
+    })
 }
 
 /// Reads the plan file at `path` and resolves it against `analysis`.

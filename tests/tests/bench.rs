@@ -286,5 +286,87 @@ fn solutions_are_written_in_minimalloc_form_and_read_back_as_the_same_packing() 
         assert_eq!(ids, ["a", "b", "c", "d"]);
         let replayed = bench_json(&[solution.to_str().unwrap(), "--planner", "linear"]);
         assert_eq!(replayed[0]["height"], row["height"], "{text}");
+        // `memplan check MODEL SOLUTION.csv` checks it as a plan.
+        let checked = run_memplan([
+            "check",
+            instance.to_str().unwrap(),
+            solution.to_str().unwrap(),
+        ]);
+        assert_eq!(checked.status.code(), Some(0), "{}", describe(&checked));
     }
+    // A solution that overlaps two live buffers is rejected with the checker's violations.
+    let wrong = dir.join("wrong.csv");
+    std::fs::write(
+        &wrong,
+        "id,lower,upper,size,offset\na,0,2,32,0\nb,1,3,48,16\nc,2,4,16,64\nd,0,4,8,80\n",
+    )
+    .unwrap();
+    let checked = run_memplan(["check", instance.to_str().unwrap(), wrong.to_str().unwrap()]);
+    assert_eq!(checked.status.code(), Some(3), "{}", describe(&checked));
+    let stdout = String::from_utf8_lossy(&checked.stdout);
+    assert!(
+        stdout.contains("[overlap, contract 5] tensor `b`"),
+        "{}",
+        describe(&checked)
+    );
+}
+
+#[test]
+fn solutions_are_written_as_out_is_never_through_a_link_nor_over_a_users_file() {
+    let dir = temp_dir("solutions-guarantees");
+    let instance = small_trace();
+    let victim = dir.join("victim.txt");
+    std::fs::write(&victim, "keep me").unwrap();
+
+    // A link planted in DIR under the name of a solution: its target must not be written.
+    let planted = dir.join("planted");
+    std::fs::create_dir(&planted).unwrap();
+    std::os::unix::fs::symlink(&victim, planted.join("trace.greedy-bestfit.csv")).unwrap();
+    // A user's file of that name in a directory memplan did not write.
+    let users = dir.join("users");
+    std::fs::create_dir(&users).unwrap();
+    std::fs::write(users.join("trace.greedy-bestfit.csv"), "mine").unwrap();
+    for solutions in [&planted, &users] {
+        let output = run_memplan([
+            "bench".as_ref(),
+            instance.as_os_str(),
+            "--planner".as_ref(),
+            "greedy-bestfit".as_ref(),
+            "--runs".as_ref(),
+            "1".as_ref(),
+            "--solutions".as_ref(),
+            solutions.as_os_str(),
+        ]);
+        assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("trace.greedy-bestfit.csv"),
+            "{}",
+            describe(&output)
+        );
+        assert!(output.stdout.is_empty(), "refused before any planner runs");
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+    assert_eq!(
+        std::fs::read_to_string(users.join("trace.greedy-bestfit.csv")).unwrap(),
+        "mine"
+    );
+
+    // A directory memplan wrote is replaced as a whole, and a second bench may replace it.
+    let fresh = dir.join("fresh");
+    for _ in 0..2 {
+        bench_json(&[
+            instance.to_str().unwrap(),
+            "--planner",
+            "greedy-bestfit",
+            "--solutions",
+            fresh.to_str().unwrap(),
+        ]);
+    }
+    let mut names: Vec<String> = std::fs::read_dir(&fresh)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, [".memplan-manifest", "trace.greedy-bestfit.csv"]);
 }

@@ -352,3 +352,121 @@ fn constants_far_into_their_arena_are_input_errors_not_gigabytes_or_a_panic() {
         );
     }
 }
+
+/// Runs `memplan ARGS`, killing it after 60 seconds (a run that would wait forever must fail the
+/// test, not hang it).
+fn run_memplan_within_a_minute(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    let mut child = memplan_tests::memplan()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start memplan");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            let output = child.wait_with_output().unwrap();
+            panic!("memplan did not finish in a minute: {}", describe(&output));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn every_input_file_is_opened_one_way_pipes_devices_and_oversized_files_refused() {
+    let dir = temp_dir("every-input");
+    let model = workspace_root().join("examples").join("tiny_conv.json");
+    let fifo = dir.join("pipe.json");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("run mkfifo");
+    assert!(status.success());
+    let zero = dir.join("zero.json");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    // Sparse files: no disk space, but above the caps (2 GiB for models and plans, 64 MiB for
+    // targets and rules).
+    let sparse = |name: &str, len: u64| {
+        let path = dir.join(name);
+        std::fs::File::create(&path).unwrap().set_len(len).unwrap();
+        path
+    };
+    let huge_json = sparse("huge.json", 50 << 30);
+    let huge_csv = sparse("huge.csv", 3 << 30);
+    let huge_target = sparse("huge_target.json", 100 << 20);
+    let huge_rules = sparse("huge_rules.json", 100 << 20);
+    let huge_plan = sparse("huge_plan.json", 3 << 30);
+    let data_model = dir.join("data.json");
+    std::fs::write(
+        &data_model,
+        r#"{"version":1,"tensors":[
+            {"id":"w","kind":"constant","size":4,"data_file":{"path":"pipe.json"}}]}"#,
+    )
+    .unwrap();
+
+    let out = dir.join("out");
+    let strings = |args: &[&std::ffi::OsStr]| -> Vec<std::ffi::OsString> {
+        args.iter().map(|arg| arg.to_os_string()).collect()
+    };
+    let plan = |input: &std::path::Path| {
+        strings(&[
+            "plan".as_ref(),
+            input.as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ])
+    };
+    let check = |plan_file: &std::path::Path| {
+        strings(&["check".as_ref(), model.as_os_str(), plan_file.as_os_str()])
+    };
+    let flag = |name: &str, value: &std::path::Path| {
+        let mut args = plan(&model);
+        args.extend(strings(&[name.as_ref(), value.as_os_str()]));
+        args
+    };
+    let cases: Vec<(Vec<std::ffi::OsString>, &str)> = vec![
+        (
+            check(&fifo),
+            "is a named pipe (FIFO), not a file (reading it could wait forever)",
+        ),
+        (
+            check(&zero),
+            "is a device, not a file (reading it might never end)",
+        ),
+        (
+            check(&huge_plan),
+            "more than the 2048 MiB memplan reads as a plan file",
+        ),
+        (
+            plan(&huge_json),
+            "is 53687091200 bytes, more than the 2048 MiB memplan reads",
+        ),
+        (plan(&huge_csv), "memplan reads as a MiniMalloc"),
+        (
+            flag("--target", &huge_target),
+            "more than the 64 MiB memplan reads as a target JSON",
+        ),
+        (flag("--target", &fifo), "is a named pipe (FIFO)"),
+        (flag("--rules", &huge_rules), "the 64 MiB memplan reads"),
+        (flag("--rules", &zero), "is a device"),
+        (plan(&data_model), "pipe.json: is a named pipe (FIFO)"),
+    ];
+    for (args, expected) in cases {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|arg| arg.as_os_str()).collect();
+        let output = run_memplan_within_a_minute(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            describe(&output)
+        );
+        assert!(
+            stderr.contains(expected),
+            "{args:?}: missing {expected:?}: {}",
+            describe(&output)
+        );
+    }
+}

@@ -194,3 +194,83 @@ fn options_for_a_planner_not_selected_are_a_usage_error_before_the_model_is_read
         "{message}"
     );
 }
+
+#[test]
+fn a_failed_candidate_fails_the_run_after_the_kept_plan_is_written() {
+    let dir = misbehaving_dir("select-failed");
+    // (planners, extra arguments, exit code, what stderr says)
+    let cases: [(&str, &[&str], i32, &str); 4] = [
+        (
+            "greedy-bestfit,fixture-segfaults",
+            &[],
+            4,
+            "planner `fixture-segfaults` failed",
+        ),
+        (
+            "greedy-bestfit,fixture-hangs",
+            &["--timeout", "1"],
+            4,
+            "planner `fixture-hangs` failed",
+        ),
+        (
+            "fixture-exits,greedy-bestfit,fixture-overlapping",
+            &[],
+            4,
+            "exits 4 (the first failure's code)",
+        ),
+        (
+            "greedy-bestfit,linear",
+            &["--planner-options", r#"{"fit":"first"}"#],
+            2,
+            "planner `linear` refused its options",
+        ),
+    ];
+    for (planners, extra, code, expected) in cases {
+        let out = temp_dir("select-failed-out").join("out");
+        let output = memplan()
+            .arg("plan")
+            .arg(memplan_tests::tiny_model())
+            .args(["--planner", planners, "--plugin-dir"])
+            .arg(&dir)
+            .arg("--out")
+            .arg(&out)
+            .args(extra)
+            .args(["--format", "json"])
+            .output()
+            .expect("run memplan");
+        let stderr = failed_with(&output, code);
+        assert!(stderr.contains(expected), "{planners}: {stderr}");
+        assert!(
+            stderr.contains("the plan of `greedy-bestfit` was written to"),
+            "{planners}: {stderr}"
+        );
+        assert!(out.join("model_tensors.h").exists(), "{planners}: {stderr}");
+        let document: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|error| panic!("summary JSON: {error}\n{}", describe(&output)));
+        let fates: Vec<(String, bool)> = document["candidates"]
+            .as_array()
+            .expect("candidates")
+            .iter()
+            .map(|candidate| {
+                (
+                    candidate["planner"].as_str().unwrap().to_string(),
+                    candidate["ok"].as_bool().unwrap(),
+                )
+            })
+            .collect();
+        let listed: Vec<&str> = planners.split(',').collect();
+        assert_eq!(
+            fates
+                .iter()
+                .map(|(name, _)| name.as_str())
+                .collect::<Vec<_>>(),
+            listed,
+            "every candidate's fate is listed"
+        );
+        assert_eq!(
+            fates.iter().filter(|(_, ok)| *ok).count(),
+            1,
+            "{planners}: only greedy-bestfit planned: {fates:?}"
+        );
+    }
+}

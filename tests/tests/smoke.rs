@@ -75,3 +75,42 @@ fn a_changed_constant_byte_changes_its_payload_hash_not_the_plan_hash() {
     assert_eq!(plan_hash, plan_hash_after, "placements did not change");
     assert_ne!(before, after, "the payload's content hash did");
 }
+
+#[test]
+fn a_closed_stdout_ends_every_command_quietly_with_the_code_its_work_earned() {
+    // `memplan planners | head -1`: the reader is gone before memplan writes.
+    let dir = memplan_tests::temp_dir("closed-stdout");
+    let model = memplan_tests::tiny_model();
+    let out = dir.join("out");
+    let plan = dir.join("plan.json");
+    let model_arg = model.to_str().unwrap();
+    let out_arg = out.to_str().unwrap();
+    let plan_arg = plan.to_str().unwrap();
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["planners"],
+        vec!["planners", "--format", "json"],
+        vec!["plan", model_arg, "--out", out_arg],
+        vec!["plan", model_arg, "--out", out_arg, "--format", "json"],
+        vec!["check", model_arg, plan_arg],
+        vec!["bench", model_arg, "--planner", "linear", "--runs", "1"],
+    ];
+    for args in commands {
+        if args[0] == "check" {
+            std::fs::copy(out.join("model_plan.json"), &plan).unwrap();
+        }
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let output = memplan_tests::memplan()
+            .args(&args)
+            .stdout(writer)
+            .output()
+            .expect("run memplan");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+    assert!(
+        out.join("model_tensors.h").exists(),
+        "the files are written"
+    );
+}

@@ -192,3 +192,56 @@ fn check_without_a_plan_file_checks_the_models_own_offline_plan() {
     );
     assert!(stdout.contains("does not plan"), "{stdout}");
 }
+
+#[test]
+fn an_offline_plan_is_kept_as_fixed_placements_unless_ignored() {
+    let Some(corpus) = require_corpus("an_offline_plan_is_kept_unless_ignored") else {
+        return;
+    };
+    // memplan's plan of vww (55296 bytes, its lower bound), then every planned offset moved
+    // 16 KiB up: still a valid plan, but a wasteful one.
+    let written = emit_tflite(&corpus.join("models/vww_96_int8.tflite"), "offline-kept");
+    let mut bytes = std::fs::read(&written).unwrap();
+    let all = words(&bytes);
+    let header = all
+        .windows(3)
+        .position(|w| w[0] == 1 && w[1] == 1 && w[2] > 60 && w[2] < 200)
+        .expect("the offline plan's header");
+    let tensors = all[header + 2] as usize;
+    for (tensor, &offset) in all[header + 3..header + 3 + tensors].iter().enumerate() {
+        if offset >= 0 {
+            let at = (header + 3 + tensor) * 4;
+            bytes[at..at + 4].copy_from_slice(&(offset + 16384).to_le_bytes());
+        }
+    }
+    let shifted = temp_dir("offline-shifted").join("shifted.tflite");
+    std::fs::write(&shifted, &bytes).unwrap();
+
+    // Kept, and the user is told how to drop it.
+    let output = run_memplan([
+        Path::new("plan"),
+        &shifted,
+        Path::new("--out"),
+        &temp_dir("offline-kept-out").join("out"),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("--ignore-offline-plan"),
+        "{}",
+        describe(&output)
+    );
+    let (kept, bound) = scratch_arena(&shifted, &[]);
+    assert!(kept >= 55296 + 16384, "{kept}");
+    assert_eq!(bound, 55296);
+    // Dropped: planned afresh, down to the bound again.
+    let (fresh, _) = scratch_arena(&shifted, &["--ignore-offline-plan"]);
+    assert_eq!(fresh, 55296);
+
+    // Only a .tflite model has an offline plan to drop.
+    let output = run_memplan([
+        Path::new("plan"),
+        &memplan_tests::tiny_model(),
+        Path::new("--ignore-offline-plan"),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+}

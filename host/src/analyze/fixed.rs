@@ -47,18 +47,7 @@ pub(super) fn check_fixed_placements(
     memories: &[MemoryRequest],
 ) -> Result<()> {
     // The first memory of the scratch order, where the kit puts unpinned fixed tensors.
-    let first_scratch = memories
-        .iter()
-        .enumerate()
-        .filter(|(_, memory)| memory.writable)
-        .filter_map(|(index, memory)| {
-            memory
-                .scratch_order
-                .into_option()
-                .map(|order| (order, index))
-        })
-        .min()
-        .map(|(_, index)| index as u32);
+    let first_scratch = first_scratch_memory(memories);
     let mut arenas: BTreeMap<(usize, u32, u32), Vec<FixedSpan>> = BTreeMap::new();
     for (index, tensor) in tensors.iter().enumerate() {
         let Some(offset) = tensor.fixed_offset.into_option() else {
@@ -128,4 +117,21 @@ pub(super) fn check_fixed_placements(
          OfflineMemoryAllocation entry of a .tflite) or let the planner place it",
         contradictions.join("; ")
     )))
+}
+
+/// The writable memory first in the target's scratch order: where scratch tensors go unless a
+/// rule pins them (the kit's order), `None` when no memory takes scratch tensors.
+pub(crate) fn first_scratch_memory(memories: &[MemoryRequest]) -> Option<u32> {
+    memories
+        .iter()
+        .enumerate()
+        .filter(|(_, memory)| memory.writable)
+        .filter_map(|(index, memory)| {
+            memory
+                .scratch_order
+                .into_option()
+                .map(|order| (order, index))
+        })
+        .min()
+        .map(|(_, index)| index as u32)
 }

@@ -12,7 +12,7 @@
 pub mod aliases;
 pub mod external;
 mod fit;
-mod fixed;
+pub(crate) mod fixed;
 pub mod lifetimes;
 pub mod order;
 pub mod sweep;

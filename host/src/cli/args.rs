@@ -160,6 +160,10 @@ pub struct PlanArgs {
     /// --emit-tflite (the written model carries the order), `keep` otherwise.
     #[arg(long, value_enum, value_name = "best|keep")]
     pub order: Option<OrderArg>,
+    /// With a `.tflite` input that carries an offline plan (`OfflineMemoryAllocation`, e.g. one
+    /// memplan wrote), plan it afresh instead of keeping those offsets as fixed placements.
+    #[arg(long = "ignore-offline-plan")]
+    pub ignore_offline_plan: bool,
     #[command(flatten)]
     pub isolation: IsolationArgs,
     /// Stop the planner after this many seconds.
@@ -184,7 +188,8 @@ pub struct PlannersArgs {
 pub struct CheckArgs {
     /// The model the plan is for.
     pub input: PathBuf,
-    /// The plan file (`{prefix}_plan.json` written by `memplan plan`). Without it, a `.tflite`
+    /// The plan file (`{prefix}_plan.json` written by `memplan plan`), or a MiniMalloc solution
+    /// CSV (`bench --solutions`; `.csv`). Without it, a `.tflite`
     /// model's own offline plan (`OfflineMemoryAllocation`) is checked against TensorFlow Lite
     /// Micro's lifetimes.
     pub plan: Option<PathBuf>,

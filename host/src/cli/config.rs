@@ -66,6 +66,8 @@ pub struct PlanConfig {
     pub format: Format,
     /// `--order`, with its default resolved (`best` with `--emit-tflite`).
     pub order: crate::analyze::order::OrderMode,
+    /// `--ignore-offline-plan`: drop a `.tflite` model's offline plan as it is read.
+    pub ignore_offline_plan: bool,
 }
 
 #[derive(Debug)]
@@ -147,6 +149,13 @@ fn plan(args: PlanArgs) -> Result<PlanConfig> {
             args.input.display()
         )));
     }
+    if args.ignore_offline_plan && !crate::input::is_tflite_path(&args.input) {
+        return Err(Error::input(format!(
+            "--ignore-offline-plan drops the offline plan a .tflite model carries, but {} is not \
+             a .tflite model; drop --ignore-offline-plan",
+            args.input.display()
+        )));
+    }
     emit::check_destination(&args.out)?;
     let limits = run_limits(args.timeout, &args.isolation)?;
     let plugins = plugins(args.plugins)?;
@@ -165,6 +174,7 @@ fn plan(args: PlanArgs) -> Result<PlanConfig> {
         limits,
         plugins,
         format: args.format,
+        ignore_offline_plan: args.ignore_offline_plan,
     })
 }
 
@@ -189,6 +199,11 @@ fn bench(args: BenchArgs, verbosity: Verbosity) -> Result<BenchConfig> {
     let options = parse::planner_options(&args.planner_options, &planners)?;
     let plugins = plugins(args.plugins)?;
     let limits = run_limits(args.timeout, &args.isolation)?;
+    if let Some(solutions) = &args.solutions {
+        // Written as --out is (whole, atomically, only over a directory memplan wrote): a
+        // wrong one is reported before any planner runs.
+        emit::check_destination(solutions)?;
+    }
     Ok(BenchConfig {
         inputs: args.inputs,
         planners,

@@ -2,7 +2,6 @@
 //! (`selection::measure`, which says what the figures are) and prints the table
 //! (`report::bench`). A progress bar is drawn on stderr when it is a terminal.
 
-use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -11,6 +10,7 @@ use memplan_plugin_api::{ArenaRole, MemoryPlan, PlanRequest};
 use crate::check;
 use crate::cli::config::BenchConfig;
 use crate::cli::BenchFormat;
+use crate::emit::{self, OutputFile};
 use crate::error::{Error, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -19,6 +19,9 @@ use crate::report::bench::{format_csv, format_text, rows_json};
 use crate::selection::measure::{measure_planner, BenchRow};
 
 pub fn run(config: &BenchConfig) -> Result<ExitCode> {
+    if config.solutions.is_some() {
+        check_solution_names(&config.inputs)?;
+    }
     let planners = &config.planners;
     let selected: Vec<&str> = planners.iter().map(String::as_str).collect();
     let registry = Registry::discover(&config.plugins.dirs, &config.plugins.trust, &selected)?;
@@ -27,6 +30,7 @@ pub fn run(config: &BenchConfig) -> Result<ExitCode> {
         config.show_progress,
     );
     let mut rows = Vec::with_capacity(config.inputs.len() * planners.len());
+    let mut solutions = Vec::new();
     for path in &config.inputs {
         let mut analysis = super::read_and_analyze(path, &config.target)?;
         analysis.ensure_plannable()?;
@@ -51,8 +55,8 @@ pub fn run(config: &BenchConfig) -> Result<ExitCode> {
             );
             drop(planner_request);
             let outcome = match (measured, &config.solutions) {
-                (Ok((measurement, plan)), Some(dir)) => {
-                    write_solution(dir, path, planner, &analysis.request, &plan)?;
+                (Ok((measurement, plan)), Some(_)) => {
+                    solutions.push(solution_file(path, planner, &analysis.request, &plan)?);
                     Ok(measurement)
                 }
                 (measured, _) => measured.map(|(measurement, _)| measurement),
@@ -65,17 +69,16 @@ pub fn run(config: &BenchConfig) -> Result<ExitCode> {
         }
     }
     progress.finish_and_clear();
+    if let Some(dir) = &config.solutions {
+        emit::publish(&solutions, dir)?;
+    }
 
-    let mut stdout = std::io::stdout().lock();
     let text = match config.format {
         BenchFormat::Text => format_text(&rows),
         BenchFormat::Json => format!("{:#}\n", rows_json(&rows)),
         BenchFormat::Csv => format_csv(&rows),
     };
-    stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-        .map_err(|error| Error::internal(format!("writing the bench results: {error}")))?;
+    crate::report::print(&text, "the bench results")?;
     let first_failure = rows.iter().find_map(|row| row.outcome.as_ref().err());
     Ok(match first_failure {
         Some(error) => error.exit_code(),
@@ -83,34 +86,51 @@ pub fn run(config: &BenchConfig) -> Result<ExitCode> {
     })
 }
 
-/// Writes `plan` of `input` by `planner` as `DIR/{input file stem}.{planner}.csv` (see
-/// [`solution_csv`]); the directory is created when missing.
-fn write_solution(
-    dir: &Path,
+/// `plan` of `input` by `planner` as the file `{input file stem}.{planner}.csv` of the
+/// `--solutions` directory (see [`solution_csv`]).
+fn solution_file(
     input: &Path,
     planner: &str,
     request: &PlanRequest,
     plan: &MemoryPlan,
-) -> Result<()> {
-    let stem = input
-        .file_stem()
-        .map(|stem| stem.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "input".to_string());
-    let file = dir.join(format!("{stem}.{planner}.csv"));
+) -> Result<OutputFile> {
     let text = solution_csv(request, plan).map_err(|problem| {
         Error::input(format!(
             "--solutions: cannot write {} as a MiniMalloc solution: {problem}",
             input.display()
         ))
     })?;
-    std::fs::create_dir_all(dir)
-        .and_then(|()| std::fs::write(&file, text))
-        .map_err(|error| {
-            Error::input(format!(
-                "--solutions: cannot write {}: {error}; give a directory you can write",
-                file.display()
-            ))
-        })
+    Ok(OutputFile {
+        name: solution_name(input, planner),
+        contents: text.into_bytes(),
+    })
+}
+
+/// The name of the solution of `input` by `planner`: `{input file stem}.{planner}.csv`.
+fn solution_name(input: &Path, planner: &str) -> String {
+    let stem = input
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "input".to_string());
+    format!("{stem}.{planner}.csv")
+}
+
+/// Two inputs whose solutions would have the same name (same file stem in two directories)
+/// are refused before any planner runs, rather than one solution replacing the other.
+fn check_solution_names(inputs: &[std::path::PathBuf]) -> Result<()> {
+    let mut seen = std::collections::HashMap::new();
+    for input in inputs {
+        let name = solution_name(input, "");
+        if let Some(first) = seen.insert(name, input) {
+            return Err(Error::input(format!(
+                "--solutions: `{}` and `{}` would write solutions of the same name; bench them \
+                 in two runs with two --solutions directories, or rename one",
+                first.display(),
+                input.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A MiniMalloc-format solution of `plan`: `id,lower,upper,size,offset`, one line per scratch

@@ -26,17 +26,39 @@ pub fn run(config: &CheckConfig) -> Result<ExitCode> {
     let Some(plan) = &config.plan else {
         return check_embedded(config);
     };
-    let document = plan_file::read_document(plan)?;
-    let mut target = target_of_the_plan(plan, document.target.as_deref(), &config.target)?;
-    // The plan's external tensors are external in the analysis it is checked against.
-    target.external_io.ids = document.external_ids();
-    let analysis = match &document.operator_order {
+    // A solution CSV (`bench --solutions`, MiniMalloc) names no target and becomes a plan
+    // document only against the analysed model.
+    let solution = plan
+        .extension()
+        .is_some_and(|extension| extension.eq_ignore_ascii_case("csv"));
+    let document = if solution {
+        None
+    } else {
+        Some(plan_file::read_document(plan)?)
+    };
+    let planned = document
+        .as_ref()
+        .and_then(|document| document.target.as_deref());
+    let mut target = target_of_the_plan(plan, planned, &config.target)?;
+    if let Some(document) = &document {
+        // The plan's external tensors are external in the analysis it is checked against.
+        target.external_io.ids = document.external_ids();
+    }
+    let order = document
+        .as_ref()
+        .and_then(|document| document.operator_order.as_deref());
+    let analysis = match order {
         Some(order) => super::read_order_and_analyze(
             &config.input,
             &target,
             super::OrderRequest::Given { order, plan },
+            |_| {},
         )?,
         None => super::read_and_analyze(&config.input, &target)?,
+    };
+    let document = match document {
+        Some(document) => document,
+        None => plan_file::read_solution(plan, &analysis)?,
     };
     if let Some(planned) = &document.target {
         if *planned != analysis.target {
@@ -55,7 +77,7 @@ pub fn run(config: &CheckConfig) -> Result<ExitCode> {
         Format::Text => text_report(plan, &read.planner, &analysis, &outcome),
         Format::Json => json_report(plan, &read.planner, &analysis, &outcome),
     };
-    print!("{report}");
+    crate::report::print(&report, "the check report")?;
     Ok(match outcome {
         Ok(_) => ExitCode::SUCCESS,
         Err(_) => ExitCode::from(ErrorKind::Rejected.exit_code()),
@@ -116,7 +138,7 @@ fn check_embedded(config: &CheckConfig) -> Result<ExitCode> {
         Format::Text => embedded_text_report(&config.input, &report),
         Format::Json => embedded_json_report(&config.input, &report),
     };
-    print!("{text}");
+    crate::report::print(&text, "the check report")?;
     Ok(if report.violations.is_empty() {
         ExitCode::SUCCESS
     } else {

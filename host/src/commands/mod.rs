@@ -39,15 +39,20 @@ pub(crate) enum OrderRequest<'a> {
     Given { order: &'a [u32], plan: &'a Path },
 }
 
-/// [`read_and_analyze`] with the order stage first; the analysis records what it found.
+/// [`read_edit_and_analyze`] with the order stage after `edit`; the analysis records what it
+/// found.
 pub(crate) fn read_order_and_analyze(
     model: &Path,
     target: &TargetConfig,
     request: OrderRequest,
+    edit: impl FnOnce(&mut input::Model),
 ) -> Result<Analysis> {
-    read_prepare_and_analyze(model, target, |model| match request {
-        OrderRequest::Search(mode) => order::choose(model, mode, order::DEFAULT_TIME_LIMIT),
-        OrderRequest::Given { order, plan } => order::apply_given(model, order, plan).map(Some),
+    read_prepare_and_analyze(model, target, |model| {
+        edit(model);
+        match request {
+            OrderRequest::Search(mode) => order::choose(model, mode, order::DEFAULT_TIME_LIMIT),
+            OrderRequest::Given { order, plan } => order::apply_given(model, order, plan).map(Some),
+        }
     })
 }
 

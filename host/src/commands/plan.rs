@@ -43,6 +43,7 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
             &config.input,
             &config.target,
             super::OrderRequest::Search(config.order),
+            |model| offline_plan_as_read(model, config.ignore_offline_plan),
         )
     })?;
     analysis.ensure_plannable()?;
@@ -121,42 +122,87 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
         files,
     };
     let mut stdout = std::io::stdout().lock();
-    match config.format {
+    let written = match config.format {
         Format::Text => summary::write_text(&rendered, &report, &mut stdout),
         Format::Json => summary::write_json(&rendered, &report, &mut stdout),
     }
-    .map_err(|error| Error::internal(format!("cannot write the summary to stdout: {error}")))?;
-    let exit = wrong_plans_exit(&report);
+    .and_then(|()| std::io::Write::flush(&mut stdout));
+    crate::report::stdout_written(written, "the summary")?;
+    let exit = failed_candidates_exit(&report);
     drop(planner_request);
     crate::allocator::release((analysis, checked, rendered));
     Ok(exit)
 }
 
-/// A planner that returns a wrong plan is broken, even when another's plan is kept: the run
-/// writes the kept plan and exits 3 (the checker's code), so that CI notices.
-fn wrong_plans_exit(report: &RunReport) -> ExitCode {
-    let wrong: Vec<&str> = report
+/// A `.tflite` model's offline plan (one memplan wrote with `--emit-tflite`, or another tool's)
+/// is kept as fixed placements, which a fresh plan may well beat: dropped with
+/// `--ignore-offline-plan`, else the user is told it is kept and how to drop it.
+fn offline_plan_as_read(model: &mut crate::input::Model, ignore: bool) {
+    let crate::input::LifetimeRule::TfliteMicro(graph) = &mut model.rule else {
+        return;
+    };
+    if ignore {
+        graph.offline_offsets = None;
+        return;
+    }
+    let placed = graph.offline_offsets.as_ref().map_or(0, |offsets| {
+        offsets.iter().filter(|&&offset| offset >= 0).count()
+    });
+    if placed > 0 {
+        tracing::warn!(
+            "{} carries an offline plan (OfflineMemoryAllocation metadata, e.g. from \
+             --emit-tflite): its {placed} offsets are kept as fixed placements; plan with \
+             --ignore-offline-plan to plan the model afresh",
+            model.path.display()
+        );
+    }
+}
+
+/// A planner that fails is broken, even when another's plan is kept: the run writes the kept
+/// plan and exits with the failure's code (3 for a wrong plan, 4 for a planner that crashed, was
+/// stopped by the sandbox or timed out, 2 for options it refused), so that CI notices; the
+/// first failed candidate in the order listed decides. A planner that found no plan within the
+/// budgets (does not fit) has not failed: another's plan fitting them is the point of a
+/// best-of run.
+fn failed_candidates_exit(report: &RunReport) -> ExitCode {
+    let failed: Vec<(&str, ErrorKind)> = report
         .candidates
         .iter()
-        .filter(|candidate| {
-            matches!(
-                candidate.outcome,
-                selection::CandidateOutcome::Rejected { .. }
-            )
+        .filter_map(|candidate| match &candidate.outcome {
+            selection::CandidateOutcome::Rejected { .. } => {
+                Some((candidate.planner.as_str(), ErrorKind::Rejected))
+            }
+            selection::CandidateOutcome::Failed { kind, .. } if *kind != ErrorKind::DoesNotFit => {
+                Some((candidate.planner.as_str(), *kind))
+            }
+            _ => None,
         })
-        .map(|candidate| candidate.planner.as_str())
         .collect();
-    if wrong.is_empty() {
+    let Some(&(_, kind)) = failed.first() else {
         return ExitCode::SUCCESS;
-    }
+    };
+    let what: Vec<String> = failed
+        .iter()
+        .map(|(name, kind)| match kind {
+            ErrorKind::Rejected => {
+                format!("planner `{name}` returned a wrong plan (rejected by the checker)")
+            }
+            ErrorKind::Input => format!("planner `{name}` refused its options"),
+            _ => format!("planner `{name}` failed"),
+        })
+        .collect();
     eprintln!(
-        "memplan: error: planner{} `{}` returned a wrong plan (rejected by the checker, see the \
-         summary); the plan of `{}` was written to {}, and memplan exits 3 so that the broken \
-         planner is noticed",
-        if wrong.len() == 1 { "" } else { "s" },
-        wrong.join("`, `"),
+        "memplan: error: {} (see the summary); the plan of `{}` was written to {}, and memplan \
+         exits {} ({}) so that the failure is noticed",
+        what.join(", "),
         report.planner,
-        report.out.display()
+        report.out.display(),
+        kind.exit_code(),
+        if failed.len() == 1 {
+            "its code"
+        } else {
+            "the first failure's code"
+        }
     );
-    ExitCode::from(ErrorKind::Rejected.exit_code())
+    ExitCode::from(kind.exit_code())
 }

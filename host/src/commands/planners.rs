@@ -41,7 +41,7 @@ pub fn run(config: &PlannersConfig) -> Result<ExitCode> {
         Format::Json => json_listing(&registry)?,
         Format::Text => text_listing(&registry),
     };
-    println!("{text}");
+    crate::report::print(&format!("{text}\n"), "the planner list")?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,10 +1,12 @@
 //! Publishing the output directory atomically.
 //!
-//! Every file is first written (and fsynced) into `<out>.tmp-<pid>` beside `--out`; only
-//! when all of them are on disk is the old directory renamed to `<out>.old-<pid>`, the new
-//! one renamed into place and the old one deleted. Any failure before the swap removes the
-//! temporary directory and leaves `--out` exactly as it was; a failure of the second rename
-//! puts the old directory back.
+//! Every file is first written (and fsynced) into `<out>.tmp-<pid>/new` beside `--out`, in a
+//! work directory whose marker file names it (so that only directories memplan provably made
+//! are ever swept as leftovers); only when all of them are on disk is the new directory
+//! exchanged with the old one and the old one deleted, file by file as its manifest lists
+//! them. Any failure before the swap removes the work directory and leaves `--out` exactly as
+//! it was; a failure of the swap, or a file of someone else's found in the old output, puts
+//! the old directory back.
 //!
 //! Because the whole directory is replaced, memplan refuses to replace one that holds
 //! anything it did not write (a mistaken `--out src` must not delete sources).
@@ -103,14 +105,13 @@ fn sync_directory(path: &Path) -> io::Result<()> {
     }
 }
 
-/// Replaces directory `out` by one holding exactly `files`.
-#[cfg(test)]
+/// Replaces directory `out` by one holding exactly `files`, with the guarantees of `--out`
+/// (docs/output-files.md).
 pub fn publish(files: &[OutputFile], out: &Path) -> Result<()> {
     publish_with(files, out, &write_synced)
 }
 
 /// [`publish`] with the file writer given, so that tests can make a write fail midway.
-#[cfg(test)]
 pub fn publish_with(
     files: &[OutputFile],
     out: &Path,
@@ -142,12 +143,25 @@ pub fn publish_pending(
     check_replaceable(out)?;
 
     let pid = std::process::id();
-    let staging = parent.join(format!("{name}.tmp-{pid}"));
-    if staging.exists() {
-        fs::remove_dir_all(&staging).map_err(|error| write_error(&staging, error))?;
+    let work = parent.join(leftover_name(&name, pid));
+    if work.exists() {
+        // Ours by name and pid: only this process can have made it (a stale one of a process
+        // that had this pid is marked as such too, and no one else's is replaced: see
+        // `sweep_leftovers`).
+        if !is_marked_leftover(&work, &name, pid) {
+            return Err(Error::input(format!(
+                "`{}` is in the way of memplan's work directory and memplan did not make it; \
+                 move it away",
+                work.display()
+            )));
+        }
+        fs::remove_dir_all(&work).map_err(|error| write_error(&work, error))?;
     }
-    let written = fs::create_dir(&staging)
-        .map_err(|error| write_error(&staging, error))
+    let staging = work.join(STAGED);
+    let written = fs::create_dir(&work)
+        .and_then(|()| fs::write(work.join(RUN_MARKER), run_marker_text(&name, pid)))
+        .and_then(|()| fs::create_dir(&staging))
+        .map_err(|error| write_error(&work, error))
         .and_then(|()| {
             write_all(files, &staging, write)?;
             let names: Vec<&str> = files.iter().map(|file| file.name.as_str()).collect();
@@ -160,13 +174,14 @@ pub fn publish_pending(
             sync_directory(&staging).map_err(|error| write_error(&staging, error))
         });
     if let Err(error) = written {
-        let _ = fs::remove_dir_all(&staging);
+        let _ = fs::remove_dir_all(&work);
         return Err(error);
     }
-    if let Err(error) = swap_into_place(&staging, out, &parent, &name, pid) {
-        let _ = fs::remove_dir_all(&staging);
-        return Err(error);
-    }
+    let outcome = swap_into_place(&work, out);
+    // Whatever happened, what is left in the work directory is ours to remove (a previous
+    // output holding anything else was moved away from it or back into place).
+    let _ = fs::remove_dir_all(&work);
+    outcome?;
     // The new directory is in place; a failed flush of the parent only weakens durability.
     let _ = sync_directory(&parent);
     Ok(())
@@ -207,51 +222,133 @@ fn write_all(
     results.into_iter().try_for_each(|(_, result)| result)
 }
 
-/// Puts `staging` in place of `out`. An existing `out` is exchanged with it in one step
-/// (Linux's `renameat2` with `RENAME_EXCHANGE`: at no moment is there no `out`, whatever kills
-/// memplan), then deleted from where `staging` was; where the exchange is not available, `out`
-/// is moved aside first and the old one deleted after.
-fn swap_into_place(staging: &Path, out: &Path, parent: &Path, name: &str, pid: u32) -> Result<()> {
+/// The subdirectory of the work directory where the new output is written.
+const STAGED: &str = "new";
+/// The subdirectory of the work directory the previous output is moved into where directories
+/// cannot be exchanged.
+const PREVIOUS: &str = "previous";
+
+/// Puts `work/new` in place of `out`, then deletes the previous output, file by file as its
+/// manifest lists them. An existing `out` is exchanged with it in one step (Linux's `renameat2`
+/// with `RENAME_EXCHANGE`: at no moment is there no `out`, whatever kills memplan); where the
+/// exchange is not available, `out` is moved aside into `work` first.
+///
+/// `out` was checked under the lock, but any process may still have written into it while the
+/// files were written: a previous output that then holds anything its manifest does not list
+/// is put back in place (the new output is dropped) and the run fails naming what it found,
+/// so nothing of the user's is deleted.
+fn swap_into_place(work: &Path, out: &Path) -> Result<()> {
+    let staging = work.join(STAGED);
     if !out.exists() {
-        return fs::rename(staging, out).map_err(|error| write_error(out, error));
+        return fs::rename(&staging, out).map_err(|error| write_error(out, error));
     }
-    if exchange(staging, out).is_ok() {
-        // `staging` now holds the previous output.
-        if let Err(error) = fs::remove_dir_all(staging) {
-            tracing::warn!(
-                "the new output is in `{}` but the previous one could not be removed from `{}`: \
-                 {error}",
-                out.display(),
-                staging.display()
-            );
+    let (previous, exchanged) = if exchange(&staging, out).is_ok() {
+        (staging.clone(), true)
+    } else {
+        let previous = work.join(PREVIOUS);
+        fs::rename(out, &previous).map_err(|error| write_error(out, error))?;
+        if let Err(error) = fs::rename(&staging, out) {
+            // Put the previous output back; if even that fails, say where it is.
+            return Err(match fs::rename(&previous, out) {
+                Ok(()) => write_error(out, error),
+                Err(restore) => Error::internal(format!(
+                    "cannot move the new output into `{}` ({error}) nor the previous one back \
+                     ({restore}); the previous output is in `{}`",
+                    out.display(),
+                    previous.display()
+                )),
+            });
         }
-        return Ok(());
-    }
-    let backup = parent.join(format!("{name}.old-{pid}"));
-    if backup.exists() {
-        fs::remove_dir_all(&backup).map_err(|error| write_error(&backup, error))?;
-    }
-    fs::rename(out, &backup).map_err(|error| write_error(out, error))?;
-    if let Err(error) = fs::rename(staging, out) {
-        // Put the previous output back; if even that fails, say where it is.
-        return Err(match fs::rename(&backup, out) {
-            Ok(()) => write_error(out, error),
-            Err(restore) => Error::internal(format!(
-                "cannot move the new output into `{}` ({error}) nor the previous one back \
-                 ({restore}); the previous output is in `{}`",
+        (previous, false)
+    };
+    let foreign = foreign_entries(&previous).unwrap_or_else(|error| vec![error.to_string()]);
+    if !foreign.is_empty() {
+        let restored = if exchanged {
+            exchange(&previous, out)
+        } else {
+            fs::rename(out, &staging).and_then(|()| {
+                fs::rename(&previous, out).inspect_err(|_| {
+                    let _ = fs::rename(&staging, out);
+                })
+            })
+        };
+        return Err(match restored {
+            Ok(()) => Error::input(format!(
+                "{} appeared in --out `{}` while memplan was writing ({}); memplan left --out as \
+                 it was, with {}, and wrote nothing: move {} out or choose another --out, and run \
+                 again",
+                if foreign.len() == 1 {
+                    "an entry memplan did not write"
+                } else {
+                    "entries memplan did not write"
+                },
                 out.display(),
-                backup.display()
+                foreign.join(", "),
+                if foreign.len() == 1 { "it" } else { "them" },
+                if foreign.len() == 1 { "it" } else { "them" },
             )),
+            Err(error) => {
+                let kept = keep_aside(&previous, out);
+                Error::internal(format!(
+                    "{} appeared in --out `{}` while memplan was writing ({}) and the previous \
+                     output could not be put back ({error}); the new output is in `{}` and the \
+                     previous one, with them, in `{}`",
+                    if foreign.len() == 1 {
+                        "an entry memplan did not write"
+                    } else {
+                        "entries memplan did not write"
+                    },
+                    out.display(),
+                    foreign.join(", "),
+                    out.display(),
+                    kept.display()
+                ))
+            }
         });
     }
-    if let Err(error) = fs::remove_dir_all(&backup) {
+    remove_previous_output(&previous, out);
+    Ok(())
+}
+
+/// Deletes a previous output, which held only what its manifest lists when it was checked: the
+/// listed files one by one, then the directory. Anything that appeared in it since is kept,
+/// with the directory moved beside `out` and a warning saying where.
+fn remove_previous_output(previous: &Path, out: &Path) {
+    let listed: Vec<String> = fs::read_to_string(previous.join(MANIFEST))
+        .ok()
+        .and_then(|text| {
+            manifest_names(&text).map(|names| names.into_iter().map(String::from).collect())
+        })
+        .unwrap_or_default();
+    for name in listed.iter().map(String::as_str).chain([MANIFEST]) {
+        match fs::remove_file(previous.join(name)) {
+            Err(error) if error.kind() != io::ErrorKind::NotFound => tracing::warn!(
+                "the new output is in `{}` but `{name}` of the previous one could not be \
+                 removed: {error}",
+                out.display()
+            ),
+            _ => {}
+        }
+    }
+    if fs::remove_dir(previous).is_err() {
+        let kept = keep_aside(previous, out);
         tracing::warn!(
-            "the new output is in `{}` but the previous one could not be removed from `{}`: {error}",
+            "something was written into --out `{}` while memplan replaced it; the new output is \
+             in place and what was written is kept in `{}`",
             out.display(),
-            backup.display()
+            kept.display()
         );
     }
-    Ok(())
+}
+
+/// Moves `directory` beside `out` as `<out>.kept-<pid>`, which nothing of memplan's deletes;
+/// where it now is (where it was if even that fails).
+fn keep_aside(directory: &Path, out: &Path) -> PathBuf {
+    let kept = PathBuf::from(format!("{}.kept-{}", out.display(), std::process::id()));
+    match fs::rename(directory, &kept) {
+        Ok(()) => kept,
+        Err(_) => directory.to_path_buf(),
+    }
 }
 
 /// Exchanges two directories atomically.
@@ -319,9 +416,36 @@ impl DirectoryLock {
     }
 }
 
-/// Removes what runs killed mid-publish left beside `out`: `<name>.tmp-<pid>` and
-/// `<name>.old-<pid>` directories of processes that no longer run. Called under the lock, so no
-/// live run is publishing them.
+/// The file in a work directory that proves memplan made it; see [`run_marker_text`].
+const RUN_MARKER: &str = ".memplan-run";
+
+/// The name of the work directory of process `pid` publishing `--out` named `name`.
+fn leftover_name(name: &str, pid: u32) -> String {
+    format!("{name}.tmp-{pid}")
+}
+
+/// What the marker of a work directory says: the directory's own name and the process, so that
+/// a marker copied with its directory elsewhere proves nothing.
+fn run_marker_text(name: &str, pid: u32) -> String {
+    format!(
+        "memplan work directory `{}` of process {pid}; the next memplan writing --out `{name}` \
+         removes it once that process has stopped\n",
+        leftover_name(name, pid)
+    )
+}
+
+/// Whether `path`, named like the work directory of process `pid` for `--out` `name`, holds the
+/// marker memplan writes into it first.
+fn is_marked_leftover(path: &Path, name: &str, pid: u32) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_dir())
+        && fs::read_to_string(path.join(RUN_MARKER))
+            .is_ok_and(|text| text == run_marker_text(name, pid))
+}
+
+/// Removes what runs killed mid-publish left beside `out`: `<name>.tmp-<pid>` work directories
+/// of processes that no longer run. Only directories that hold memplan's marker naming them
+/// are removed: a directory of the user's named like one (`build.tmp-2024`) is never touched.
+/// Called under the lock, so no live run is publishing them.
 fn sweep_leftovers(parent: &Path, name: &str) {
     let Ok(entries) = fs::read_dir(parent) else {
         return;
@@ -331,20 +455,17 @@ fn sweep_leftovers(parent: &Path, name: &str) {
         let Some(file_name) = file_name.to_str() else {
             continue;
         };
-        let pid = [".tmp-", ".old-"].iter().find_map(|marker| {
-            file_name
-                .strip_prefix(name)?
-                .strip_prefix(marker)?
-                .parse::<u32>()
-                .ok()
-        });
+        let pid = file_name
+            .strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix(".tmp-"))
+            .and_then(|pid| pid.parse::<u32>().ok());
         let Some(pid) = pid else {
             continue;
         };
-        if pid == std::process::id() || process_runs(pid) {
+        let path = entry.path();
+        if pid == std::process::id() || process_runs(pid) || !is_marked_leftover(&path, name, pid) {
             continue;
         }
-        let path = entry.path();
         match fs::remove_dir_all(&path) {
             Ok(()) => tracing::info!(
                 "removed `{}`, left by memplan process {pid}, which was stopped mid-publish",
@@ -433,32 +554,12 @@ fn check_replaceable(out: &Path) -> Result<()> {
             )));
         }
     }
-    let entries = fs::read_dir(out).map_err(|error| write_error(out, error))?;
-    let mut files = Vec::new();
-    let mut foreign = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|error| write_error(out, error))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let is_file = entry
-            .file_type()
-            .map(|kind| kind.is_file())
-            .unwrap_or(false);
-        if is_file {
-            files.push(name);
-        } else {
-            foreign.push(name);
-        }
-    }
-    if files.is_empty() && foreign.is_empty() {
+    let entries = list_entries(out).map_err(|error| write_error(out, error))?;
+    if entries.is_empty() {
         return Ok(());
     }
-    let manifest = files
-        .iter()
-        .any(|name| name == MANIFEST)
-        .then(|| fs::read_to_string(out.join(MANIFEST)).ok())
-        .flatten();
-    let Some(listed) = manifest.as_deref().and_then(manifest_names) else {
-        let mut found: Vec<&String> = files.iter().chain(&foreign).collect();
+    let Some(foreign) = unlisted_entries(out, &entries) else {
+        let mut found: Vec<&String> = entries.iter().map(|(name, _)| name).collect();
         found.sort();
         let shown: Vec<&str> = found.iter().take(5).map(|name| name.as_str()).collect();
         return Err(Error::input(format!(
@@ -475,12 +576,6 @@ fn check_replaceable(out: &Path) -> Result<()> {
             }
         )));
     };
-    for name in &files {
-        if name != MANIFEST && !listed.contains(&name.as_str()) {
-            foreign.push(name.clone());
-        }
-    }
-    foreign.sort();
     if foreign.is_empty() {
         Ok(())
     } else {
@@ -497,6 +592,52 @@ fn check_replaceable(out: &Path) -> Result<()> {
             if foreign.len() == 1 { "it" } else { "them" }
         )))
     }
+}
+
+/// The names in `directory`, each with whether it is a regular file.
+fn list_entries(directory: &Path) -> io::Result<Vec<(String, bool)>> {
+    fs::read_dir(directory)?
+        .map(|entry| {
+            let entry = entry?;
+            let is_file = entry
+                .file_type()
+                .map(|kind| kind.is_file())
+                .unwrap_or(false);
+            Ok((entry.file_name().to_string_lossy().into_owned(), is_file))
+        })
+        .collect()
+}
+
+/// Of `entries` (of `directory`), those its manifest does not list (sorted), or `None` when it
+/// has no manifest of memplan's.
+fn unlisted_entries(directory: &Path, entries: &[(String, bool)]) -> Option<Vec<String>> {
+    let has_manifest = entries
+        .iter()
+        .any(|(name, is_file)| *is_file && name == MANIFEST);
+    let text = has_manifest
+        .then(|| fs::read_to_string(directory.join(MANIFEST)).ok())
+        .flatten()?;
+    let listed = manifest_names(&text)?;
+    let mut foreign: Vec<String> = entries
+        .iter()
+        .filter(|(name, is_file)| {
+            !is_file || (name != MANIFEST && !listed.contains(&name.as_str()))
+        })
+        .map(|(name, _)| name.clone())
+        .collect();
+    foreign.sort();
+    Some(foreign)
+}
+
+/// What `directory` holds that memplan did not write: everything its manifest does not list,
+/// or everything when it has none.
+fn foreign_entries(directory: &Path) -> io::Result<Vec<String>> {
+    let entries = list_entries(directory)?;
+    Ok(unlisted_entries(directory, &entries).unwrap_or_else(|| {
+        let mut names: Vec<String> = entries.into_iter().map(|(name, _)| name).collect();
+        names.sort();
+        names
+    }))
 }
 
 #[cfg(test)]
@@ -664,25 +805,90 @@ mod tests {
         fs::remove_dir_all(&root).unwrap();
     }
 
+    /// A work directory as a run of process `pid` killed while writing `--out` `name` leaves it.
+    fn leftover(root: &Path, name: &str, pid: u32) -> PathBuf {
+        let path = root.join(leftover_name(name, pid));
+        fs::create_dir_all(path.join(STAGED)).unwrap();
+        fs::write(path.join(RUN_MARKER), run_marker_text(name, pid)).unwrap();
+        fs::write(path.join(STAGED).join("m_tensors.h"), b"half written").unwrap();
+        path
+    }
+
     #[test]
     fn leftovers_of_stopped_runs_are_swept_and_those_of_live_ones_kept() {
         let root = scratch_dir("leftovers");
         let out = root.join("out");
         // Above Linux's largest pid (2^22): no such process. Pid 1 always runs.
-        for leftover in [
-            "out.tmp-4194399",
-            "out.old-4194398",
-            "out.tmp-1",
-            "other.tmp-4194399",
-        ] {
-            fs::create_dir(root.join(leftover)).unwrap();
-            fs::write(root.join(leftover).join("m_tensors.h"), b"half written").unwrap();
-        }
+        leftover(&root, "out", 4194399);
+        leftover(&root, "out", 1);
+        leftover(&root, "other", 4194399);
         publish(&files(), &out).unwrap();
         assert_eq!(names(&root), ["other.tmp-4194399", "out", "out.tmp-1"]);
         // Publishing over an existing output exchanges the two in one step.
         publish(&files(), &out).unwrap();
         assert_eq!(names(&root), ["other.tmp-4194399", "out", "out.tmp-1"]);
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn directories_named_like_leftovers_without_memplans_marker_are_kept() {
+        let root = scratch_dir("users-leftovers");
+        let out = root.join("build");
+        // A user's backups, named as memplan once named its leftovers, and a leftover whose
+        // marker was copied from another run's: none is provably a leftover of the pid it names.
+        for directory in ["build.old-2024", "build.tmp-4194397", "build.tmp-4194396"] {
+            fs::create_dir(root.join(directory)).unwrap();
+            fs::write(root.join(directory).join("main.c"), b"int main;").unwrap();
+        }
+        fs::write(
+            root.join("build.tmp-4194396").join(RUN_MARKER),
+            run_marker_text("build", 4194395),
+        )
+        .unwrap();
+        let stopped = leftover(&root, "build", 4194399);
+        publish(&files(), &out).unwrap();
+        assert!(
+            !stopped.exists(),
+            "a marked leftover of a stopped run is swept"
+        );
+        assert_eq!(
+            names(&root),
+            [
+                "build",
+                "build.old-2024",
+                "build.tmp-4194396",
+                "build.tmp-4194397"
+            ]
+        );
+        for directory in ["build.old-2024", "build.tmp-4194397", "build.tmp-4194396"] {
+            assert_eq!(
+                fs::read(root.join(directory).join("main.c")).unwrap(),
+                b"int main;"
+            );
+        }
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_file_written_into_out_while_memplan_writes_is_kept_and_the_run_refused() {
+        let root = scratch_dir("late-writer");
+        let out = root.join("out");
+        publish(&files(), &out).unwrap();
+        let mut expected = snapshot(&out);
+        expected.insert("late.txt".into(), b"written meanwhile".to_vec());
+        // Another process writes into --out after memplan checked it, before the swap.
+        let late_writer = |path: &Path, contents: &WriteContents| {
+            if !out.join("late.txt").exists() {
+                fs::write(out.join("late.txt"), b"written meanwhile").unwrap();
+            }
+            write_synced(path, contents)
+        };
+        let error = publish_with(&files(), &out, &late_writer).unwrap_err();
+        assert_eq!(error.kind, crate::ErrorKind::Input, "{error}");
+        assert!(error.message.contains("late.txt"), "{error}");
+        assert!(error.message.contains("appeared"), "{error}");
+        assert_eq!(snapshot(&out), expected);
+        assert_eq!(names(&root), ["out"], "no work directory may remain");
         fs::remove_dir_all(&root).unwrap();
     }
 

@@ -3,13 +3,12 @@
 use memplan_plugin_api::TensorKind;
 
 /// `text` made safe inside a `/* */` comment: no comment terminator, no comment opener
-/// (`-Wcomment`, an error under `-Werror`), no trigraph, no line break or other control
-/// character (model tensor names are arbitrary strings, e.g. `block/*/conv`).
+/// (`-Wcomment`, an error under `-Werror`), no trigraph, no line break, other control
+/// character or bidirectional formatting character (`-Wbidi-chars`), these written as
+/// `\u{XXXX}` ([`crate::printable::escape_hidden`]); model tensor names are arbitrary
+/// strings, e.g. `block/*/conv`.
 pub fn comment_text(text: &str) -> String {
-    let cleaned: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
+    let cleaned = crate::printable::escape_hidden(text);
     // Splitting a terminator cannot make an opener, and the reverse cannot make a terminator.
     cleaned
         .replace("*/", "* /")
@@ -44,7 +43,8 @@ mod tests {
     #[test]
     fn comments_cannot_be_closed_or_broken_by_names() {
         assert_eq!(comment_text("a*/b"), "a* /b");
-        assert_eq!(comment_text("x??/\ny"), "x?\\?/ y");
+        assert_eq!(comment_text("x??/\ny"), "x?\\?/\\u{000a}y");
+        assert_eq!(comment_text("w\u{202E}0"), "w\\u{202e}0");
         assert_eq!(comment_text("conv/w:0"), "conv/w:0");
         assert_eq!(comment_text("block/*/conv"), "block/ * /conv");
         assert_eq!(comment_text("a/**/b"), "a/ ** /b");

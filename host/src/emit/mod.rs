@@ -27,7 +27,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::render::RenderPlan;
 
-pub use atomic::{check_destination, OutputFile, PendingFile};
+pub use atomic::{check_destination, publish, OutputFile, PendingFile};
 
 /// Every file of the output directory, formatted straight into the file as it is written:
 /// the largest first (see [`atomic::publish_pending`]).

@@ -33,6 +33,27 @@ const CELL: f64 = 2.0;
 const SHADES: u32 = 8;
 
 /// `text` escaped for XML character data and attribute values.
+/// The colour of `hue` (degrees), `saturation` and `lightness` (0 to 1) as `#rrggbb`: SVG 1.1
+/// has no `hsl()` (CSS 3 has), and renderers other than browsers (CairoSVG, older librsvg and
+/// Inkscape) draw an `hsl()` fill black.
+fn hex_colour(hue: u64, saturation: f64, lightness: f64) -> String {
+    // The HSL to RGB formula of CSS Color 3: chroma, then the hue's sector.
+    let chroma = (1.0 - (2.0 * lightness - 1.0).abs()) * saturation;
+    let sector = (hue % 360) as f64 / 60.0;
+    let second = chroma * (1.0 - (sector % 2.0 - 1.0).abs());
+    let (red, green, blue) = match sector as u32 {
+        0 => (chroma, second, 0.0),
+        1 => (second, chroma, 0.0),
+        2 => (0.0, chroma, second),
+        3 => (0.0, second, chroma),
+        4 => (second, 0.0, chroma),
+        _ => (chroma, 0.0, second),
+    };
+    let base = lightness - chroma / 2.0;
+    let byte = |value: f64| ((value + base) * 255.0).round().clamp(0.0, 255.0) as u8;
+    format!("#{:02x}{:02x}{:02x}", byte(red), byte(green), byte(blue))
+}
+
 fn xml(text: &str) -> String {
     let mut escaped = String::with_capacity(text.len());
     for c in text.chars() {
@@ -200,7 +221,7 @@ fn write_panel(
         let upper = y(tensor.offset.saturating_add(tensor.size));
         let lower = y(tensor.offset);
         // Hues spread by the golden angle so that neighbours differ; fixed by the tensor index.
-        let hue = (index as u64 * 137) % 360;
+        let fill = hex_colour((index as u64 * 137) % 360, 0.55, 0.65);
         let name = if tensor.name == tensor.id {
             xml(&tensor.id)
         } else {
@@ -208,7 +229,7 @@ fn write_panel(
         };
         writeln!(
             out,
-            "<rect x=\"{left:.2}\" y=\"{upper:.2}\" width=\"{:.2}\" height=\"{:.2}\" fill=\"hsl({hue},55%,65%)\" stroke=\"#333\" stroke-width=\"0.5\"><title>{name}: {} bytes @ offset {}, steps {}-{}, {}</title></rect>",
+            "<rect x=\"{left:.2}\" y=\"{upper:.2}\" width=\"{:.2}\" height=\"{:.2}\" fill=\"{fill}\" stroke=\"#333\" stroke-width=\"0.5\"><title>{name}: {} bytes @ offset {}, steps {}-{}, {}</title></rect>",
             (right - left).max(0.5),
             (lower - upper).max(0.5),
             tensor.size,
@@ -372,9 +393,10 @@ fn write_aggregated(
                 return Ok(());
             }
             let lightness = 85 - shade * 50 / SHADES;
+            let fill = hex_colour(0, 0.0, f64::from(lightness) / 100.0);
             writeln!(
                 out,
-                "<rect x=\"{:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{CELL}\" fill=\"hsl(0,0%,{lightness}%)\"/>",
+                "<rect x=\"{:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{CELL}\" fill=\"{fill}\"/>",
                 LEFT + CELL * start as f64,
                 CELL * (end - start) as f64
             )
@@ -494,8 +516,20 @@ mod tests {
         );
         // Every byte of the arena is in use at every step: the cells are all darkest, merged
         // into one rectangle per row.
-        assert!(large.contains("fill=\"hsl(0,0%,35%)\""));
+        assert!(large.contains("fill=\"#595959\""));
         assert!(large.len() < 10 << 20, "{} bytes", large.len());
+    }
+
+    #[test]
+    fn colours_are_hex_as_svg_1_1_writes_them() {
+        // CSS hsl() values: red, green, blue, a grey, and two tensor tints (55 %, 65 %), as
+        // Python's colorsys.hls_to_rgb gives them.
+        assert_eq!(hex_colour(0, 1.0, 0.5), "#ff0000");
+        assert_eq!(hex_colour(120, 1.0, 0.5), "#00ff00");
+        assert_eq!(hex_colour(240, 1.0, 0.5), "#0000ff");
+        assert_eq!(hex_colour(0, 0.0, 0.35), "#595959");
+        assert_eq!(hex_colour(137, 0.55, 0.65), "#75d790");
+        assert_eq!(hex_colour(359, 0.55, 0.65), "#d77576");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::input::model::alignment_problem;
-use crate::input::source::{parse_json, read_text};
+use crate::input::source::{parse_json, read_text, MAX_SETTINGS_FILE_BYTES};
 use crate::input::target::Target;
 
 /// One constraint, before it is checked against a target.
@@ -45,6 +45,7 @@ impl Constraints {
         let text = read_text(
             path,
             "a memory constraints JSON (or write --memory NAME=BYTES)",
+            MAX_SETTINGS_FILE_BYTES,
         )?;
         let docs: Vec<ConstraintDoc> = parse_json(
             path,

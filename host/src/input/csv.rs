@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::input::model::{
     alignment_problem, Lifetime, LifetimeRule, Model, Tensor, TensorKind, MAX_TENSOR_BYTES,
 };
-use crate::input::source::{read_text, text_from_bytes};
+use crate::input::source::{read_text, text_from_bytes, MAX_MODEL_FILE_BYTES};
 
 const WHAT: &str = "a MiniMalloc CSV with header id,lower,upper,size";
 
@@ -32,7 +32,7 @@ enum Column {
 
 /// Reads a MiniMalloc CSV file into a model without operators (explicit lifetimes).
 pub fn read_minimalloc_csv(path: &Path) -> Result<Model> {
-    let text = read_text(path, WHAT)?;
+    let text = read_text(path, WHAT, MAX_MODEL_FILE_BYTES)?;
     parse_minimalloc_csv(path, &text)
 }
 

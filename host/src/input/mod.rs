@@ -12,7 +12,7 @@ pub mod graph;
 pub mod json;
 pub mod model;
 pub mod rules;
-mod source;
+pub(crate) mod source;
 pub mod target;
 pub mod tflite;
 

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use crate::error::{Error, Result};
 use crate::input::external_io::ExternalIo;
 use crate::input::model::{alignment_problem, TensorKind};
-use crate::input::source::{parse_json, read_text, JsonId};
+use crate::input::source::{parse_json, read_text, JsonId, MAX_SETTINGS_FILE_BYTES};
 
 /// Which tensor kinds a rule matches (`type` in the file).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,7 +113,7 @@ impl Rules {
     /// Reads a rules file: `[rule, ...]` or `{"rules": [rule, ...]}` with
     /// `rule = {"type": "*"|"scratch"|KIND, "id": ID|[ID...]|null, "attributes": {...}}`.
     pub fn read(path: &Path) -> Result<Rules> {
-        let text = read_text(path, "an attribute rules JSON")?;
+        let text = read_text(path, "an attribute rules JSON", MAX_SETTINGS_FILE_BYTES)?;
         let what = "an attribute rules JSON (docs/model-format.md, \"Attribute rules\")";
         let docs: Vec<RuleDoc> = if text.trim_start().starts_with('[') {
             parse_json(path, &text, what)?

@@ -14,10 +14,19 @@ use serde_json::error::Category;
 
 use crate::error::{Error, Result};
 
-/// Opens `path` for reading if it is a regular file (after symbolic links), with its size.
-/// A FIFO would block reading forever, a device (`/dev/zero`) never end, and a directory is
-/// not an input: each is refused by name before it is opened.
-pub(crate) fn open_regular_file(path: &Path, what: &str) -> Result<(std::fs::File, u64)> {
+/// The largest model (`.json`, `.csv`, `.tflite`), `data_file` or plan file memplan reads:
+/// 2 GiB, the most a `.tflite` flatbuffer can address and far above any model a
+/// microcontroller runs (a million-tensor model JSON is about 100 MB). A larger file is refused
+/// before it is read, rather than filling the memory (docs/model-format.md, "Input files").
+pub const MAX_MODEL_FILE_BYTES: u64 = 2 << 30;
+/// The largest target, rules, constraints or lock file memplan reads: 64 MiB.
+pub const MAX_SETTINGS_FILE_BYTES: u64 = 64 << 20;
+
+/// Opens `path` for reading if it is a regular file (after symbolic links) of at most `cap`
+/// bytes, with its size. A FIFO would block reading forever, a device (`/dev/zero`) never end,
+/// and a directory is not an input: each is refused by name before it is opened. Every input
+/// file memplan reads is opened here.
+pub(crate) fn open_regular_file(path: &Path, what: &str, cap: u64) -> Result<(std::fs::File, u64)> {
     let cannot = |error: std::io::Error| {
         Error::input(format!("{}: cannot read {what}: {error}", path.display()))
     };
@@ -25,42 +34,75 @@ pub(crate) fn open_regular_file(path: &Path, what: &str) -> Result<(std::fs::Fil
     let kind = metadata.file_type();
     if !kind.is_file() {
         use std::os::unix::fs::FileTypeExt;
-        let is = if kind.is_dir() {
-            "a directory"
+        let (is, why) = if kind.is_dir() {
+            ("a directory", "")
         } else if kind.is_fifo() {
-            "a named pipe (FIFO)"
+            ("a named pipe (FIFO)", " (reading it could wait forever)")
         } else if kind.is_char_device() || kind.is_block_device() {
-            "a device"
+            ("a device", " (reading it might never end)")
         } else if kind.is_socket() {
-            "a socket"
+            ("a socket", "")
         } else {
-            "not a regular file"
+            ("not a regular file", "")
         };
         return Err(Error::input(format!(
-            "{}: is {is}, not a file; give {what} as a regular file",
+            "{}: is {is}, not a file{why}; give {what} as a regular file",
             path.display()
         )));
+    }
+    if metadata.len() > cap {
+        return Err(too_large(path, what, metadata.len(), cap));
     }
     let file = std::fs::File::open(path).map_err(cannot)?;
     Ok((file, metadata.len()))
 }
 
-/// Reads the regular file `path` whole ([`open_regular_file`]).
-pub(crate) fn read_regular_file(path: &Path, what: &str) -> Result<Vec<u8>> {
+/// The message for a file above its size cap.
+fn too_large(path: &Path, what: &str, len: u64, cap: u64) -> Error {
+    Error::input(format!(
+        "{}: is {len} bytes, more than the {} MiB memplan reads as {what}; check that this is \
+         the file you meant (the caps: docs/model-format.md, \"Input files\")",
+        path.display(),
+        cap >> 20,
+    ))
+}
+
+/// Reads the rest of `file` (the input `path`, opened by [`open_regular_file`] with `cap`)
+/// onto `bytes`, refusing it if it grows past `cap` meanwhile (the size was checked when it was
+/// opened, but a file may be written as it is read).
+pub(crate) fn read_capped(
+    file: std::fs::File,
+    bytes: &mut Vec<u8>,
+    path: &Path,
+    what: &str,
+    cap: u64,
+) -> Result<()> {
     use std::io::Read;
-    let (mut file, len) = open_regular_file(path, what)?;
+    let room = cap.saturating_sub(bytes.len() as u64);
+    file.take(room.saturating_add(1))
+        .read_to_end(bytes)
+        .map_err(|error| {
+            Error::input(format!("{}: cannot read {what}: {error}", path.display()))
+        })?;
+    if bytes.len() as u64 > cap {
+        return Err(too_large(path, what, bytes.len() as u64, cap));
+    }
+    Ok(())
+}
+
+/// Reads the regular file `path` whole ([`open_regular_file`]), at most `cap` bytes.
+pub(crate) fn read_regular_file(path: &Path, what: &str, cap: u64) -> Result<Vec<u8>> {
+    let (file, len) = open_regular_file(path, what, cap)?;
     let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    file.read_to_end(&mut bytes).map_err(|error| {
-        Error::input(format!("{}: cannot read {what}: {error}", path.display()))
-    })?;
+    read_capped(file, &mut bytes, path, what, cap)?;
     Ok(bytes)
 }
 
-/// Reads `path` as UTF-8 text. `what` names the expected content for messages
-/// ("a memplan model JSON", "a target JSON", ...). An empty (or all-whitespace) file is an
-/// input error.
-pub(crate) fn read_text(path: &Path, what: &str) -> Result<String> {
-    let bytes = read_regular_file(path, what)?;
+/// Reads `path` as UTF-8 text of at most `cap` bytes. `what` names the expected content for
+/// messages ("a memplan model JSON", "a target JSON", ...). An empty (or all-whitespace) file
+/// is an input error.
+pub(crate) fn read_text(path: &Path, what: &str, cap: u64) -> Result<String> {
+    let bytes = read_regular_file(path, what, cap)?;
     text_from_bytes(path, bytes, what)
 }
 

@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::input::model::alignment_problem;
-use crate::input::source::{parse_json, read_text};
+use crate::input::source::{parse_json, read_text, MAX_SETTINGS_FILE_BYTES};
 
 /// A board's memories.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -117,7 +117,7 @@ impl Target {
 
     /// Reads a target JSON file (see docs/model-format.md, "Targets").
     pub fn read(path: &Path) -> Result<Target> {
-        let text = read_text(path, "a target JSON")?;
+        let text = read_text(path, "a target JSON", MAX_SETTINGS_FILE_BYTES)?;
         let doc: TargetDoc = parse_json(path, &text, "a target JSON (docs/model-format.md)")?;
         let at = |what: String| Error::input(format!("{}: {what}", path.display()));
         let min_alignment = doc.min_alignment.unwrap_or(1);

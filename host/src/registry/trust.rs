@@ -153,8 +153,12 @@ fn read_lock_file(path: &Path) -> Result<BTreeMap<String, String>> {
             path.display()
         ))
     };
-    let text =
-        std::fs::read_to_string(path).map_err(|error| bad(format!("cannot be read: {error}")))?;
+    // Opened as every input is: a pipe or device is refused, and so is a file above the cap.
+    let text = crate::input::source::read_text(
+        path,
+        "a lock file",
+        crate::input::source::MAX_SETTINGS_FILE_BYTES,
+    )?;
     let entries: BTreeMap<String, String> =
         serde_json::from_str(&text).map_err(|error| bad(format!("not valid: {error}")))?;
     entries
@@ -450,6 +454,22 @@ mod tests {
             assert!(error.message.contains("bad.lock"), "{}", error.message);
         }
         let missing = TrustPolicy::from_args(false, &[], Some(&dir.join("nope")), &dir);
-        assert!(missing.unwrap_err().message.contains("cannot be read"));
+        assert!(missing
+            .unwrap_err()
+            .message
+            .contains("cannot read a lock file"));
+        // Opened as every input is: no device, no file above the settings cap.
+        let zero = dir.join("zero.lock");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let error = TrustPolicy::from_args(false, &[], Some(&zero), &dir).unwrap_err();
+        assert!(error.message.contains("is a device"), "{}", error.message);
+        let huge = dir.join("huge.lock");
+        std::fs::File::create(&huge)
+            .unwrap()
+            .set_len(crate::input::source::MAX_SETTINGS_FILE_BYTES + 1)
+            .unwrap();
+        let error = TrustPolicy::from_args(false, &[], Some(&huge), &dir).unwrap_err();
+        assert_eq!(error.kind, crate::ErrorKind::Input);
+        assert!(error.message.contains("the 64 MiB"), "{}", error.message);
     }
 }

@@ -148,20 +148,23 @@ impl DataFiles {
     ) -> std::result::Result<Vec<u8>, String> {
         let (path, canonical) = self.resolve(file.path.as_ref())?;
         if !self.loaded.contains_key(&canonical) {
-            let cannot_read = |error: std::io::Error| {
-                format!("cannot read data_file {}: {error}", path.display())
-            };
-            // Only regular files: a device such as /dev/zero never ends, a FIFO may block.
-            if !std::fs::metadata(&canonical)
-                .map_err(cannot_read)?
-                .is_file()
-            {
-                return Err(format!(
-                    "data_file {} is not a regular file; give a file holding the bytes",
-                    path.display()
-                ));
-            }
-            let bytes = std::fs::read(&canonical).map_err(cannot_read)?;
+            // Only regular files (a device such as /dev/zero never ends, a FIFO may block),
+            // and none larger than a model may be.
+            let bytes = crate::input::source::read_regular_file(
+                &canonical,
+                "a data_file",
+                crate::input::source::MAX_MODEL_FILE_BYTES,
+            )
+            .map_err(|error| {
+                // The message names the file as the model does, not by its canonical path.
+                let canonical_prefix = format!("{}: ", canonical.display());
+                let problem = error.message.strip_prefix(&canonical_prefix);
+                format!(
+                    "data_file {}: {}",
+                    path.display(),
+                    problem.unwrap_or(&error.message)
+                )
+            })?;
             self.loaded_bytes = self.loaded_bytes.saturating_add(bytes.len() as u64);
             self.loaded.insert(canonical.clone(), bytes);
         }

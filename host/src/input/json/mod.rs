@@ -26,7 +26,7 @@ use crate::input::model::{
     alignment_problem, Lifetime, LifetimeRule, Model, ModelAlias, Operator, Tensor, TensorKind,
     MAX_TENSOR_BYTES,
 };
-use crate::input::source::{parse_json, read_text, text_from_bytes, JsonId};
+use crate::input::source::{parse_json, read_text, text_from_bytes, JsonId, MAX_MODEL_FILE_BYTES};
 
 mod data_files;
 mod documents;
@@ -40,7 +40,7 @@ const WHAT: &str = "a memplan model JSON (docs/model-format.md)";
 
 /// Reads a model JSON file.
 pub fn read_model_json(path: &Path) -> Result<Model> {
-    let text = read_text(path, WHAT)?;
+    let text = read_text(path, WHAT, MAX_MODEL_FILE_BYTES)?;
     parse_model_json(path, &text)
 }
 

@@ -58,9 +58,10 @@ pub(crate) const OFFLINE_PLAN_METADATA: &[u8] = b"OfflineMemoryAllocation";
 /// Reads the `.tflite` model at `path`. The 8-byte header is checked before the rest is read,
 /// so that a large file that is not a TFLite model is refused at once.
 pub fn read_tflite(path: &Path) -> Result<Model> {
+    use crate::input::source::{open_regular_file, read_capped, MAX_MODEL_FILE_BYTES};
     use std::io::Read;
     let what = "the model";
-    let (mut file, len) = crate::input::source::open_regular_file(path, what)?;
+    let (mut file, len) = open_regular_file(path, what, MAX_MODEL_FILE_BYTES)?;
     let cannot = |err: std::io::Error| {
         Error::input(format!("{}: cannot read the model: {err}", path.display()))
     };
@@ -74,7 +75,7 @@ pub fn read_tflite(path: &Path) -> Result<Model> {
         return read_tflite_bytes(&bytes, path);
     }
     bytes.reserve(usize::try_from(len).unwrap_or(0));
-    file.read_to_end(&mut bytes).map_err(cannot)?;
+    read_capped(file, &mut bytes, path, what, MAX_MODEL_FILE_BYTES)?;
     read_tflite_bytes(&bytes, path)
 }
 
