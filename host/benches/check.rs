@@ -165,6 +165,7 @@ fn model_like() -> (Analysis, MemoryPlan) {
         inputs: Vec::new(),
         outputs: Vec::new(),
         tflite: None,
+        order: None,
         constant_data: vec![None; TENSORS],
         request,
     };

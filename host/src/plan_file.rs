@@ -47,6 +47,11 @@ pub struct PlanDocument<Allocations = Vec<AllocationEntry>> {
     /// The target the plan was made for (informational).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The operator order the plan holds for, when memplan changed it (`--order best`): the
+    /// model's operator indices (subgraph 0 of a `.tflite`) in run order. Absent: the order
+    /// the model stores. `memplan check` refuses an order that is not valid for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator_order: Option<Vec<u32>>,
     pub arenas: Vec<ArenaEntry>,
     pub allocations: Allocations,
     /// Tensors in buffers the caller owns: no allocation, no arena bytes. `memplan check`
@@ -168,6 +173,11 @@ pub fn to_document<'a>(
         summary: checked.plan.summary.to_string(),
         planners: planners.to_vec(),
         target: Some(analysis.target.clone()),
+        operator_order: analysis
+            .order
+            .as_ref()
+            .filter(|order| order.applied)
+            .map(|order| order.best.clone()),
         arenas,
         allocations: AllocationEntries { analysis, checked },
         external: external_entries(analysis),
@@ -376,6 +386,7 @@ pub fn read_solution(path: &Path, analysis: &Analysis) -> Result<PlanDocument> {
         summary: String::new(),
         planners: Vec::new(),
         target: None,
+        operator_order: None,
         arenas,
         // A solution places every buffer it lists in its arena: none is external.
         external: Vec::new(),

@@ -141,6 +141,7 @@ fn analysis_of(request: PlanRequest) -> Analysis {
         inputs: Vec::new(),
         outputs: Vec::new(),
         tflite: None,
+        order: None,
         constant_data: vec![None; count],
         request,
     }

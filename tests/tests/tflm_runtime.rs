@@ -29,12 +29,14 @@ fn tflm_python(test: &str) -> Option<PathBuf> {
     }
 }
 
-/// What TFLM reports for one model: its arena head and a digest of every output of every
-/// invocation.
+/// What TFLM reports for one model: its arena head, a digest of every output of every
+/// invocation, and one per output.
 #[derive(Debug, PartialEq, Eq)]
 struct TflmRun {
     head: u64,
     outputs_sha256: String,
+    /// One digest per output, over all invocations.
+    output_sha256: Vec<String>,
 }
 
 fn run_tflm(python: &Path, model: &Path) -> TflmRun {
@@ -55,6 +57,12 @@ fn run_tflm(python: &Path, model: &Path) -> TflmRun {
         .unwrap_or_else(|error| panic!("{error}:\n{}", describe(&output)));
     assert_eq!(report["invocations"], 4);
     TflmRun {
+        output_sha256: report["output_sha256"]
+            .as_array()
+            .expect("digests")
+            .iter()
+            .map(|digest| digest.as_str().expect("digest").to_string())
+            .collect(),
         head: report["head"].as_u64().expect("head"),
         outputs_sha256: report["outputs_sha256"]
             .as_str()
@@ -107,7 +115,9 @@ fn every_corpus_model_runs_identically_on_tflm_with_memplans_plan_and_no_larger(
     let mut table = Vec::new();
     for model in corpus_models(&corpus) {
         let name = model.file_name().unwrap().to_string_lossy().into_owned();
-        let (summary, written) = plan_with_tflite(&model, "tflm-e2e", &[]);
+        // The stored order: TFLM's own head on the model as given is predicted too (a new
+        // order is the next test's).
+        let (summary, written) = plan_with_tflite(&model, "tflm-e2e", &["--order", "keep"]);
         let predicted = &summary["tflite_micro"];
         let original = run_tflm(&python, &model);
         let with_plan = run_tflm(&python, &written);
@@ -183,21 +193,27 @@ fn a_plan_that_would_grow_tflms_head_is_not_written_and_best_of_selection_writes
     );
 }
 
+/// A streaming model: CALL_ONCE, VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE, the shape of
+/// TFLM's streaming keyword models, written by the runtime's own schema
+/// (tests/tflm/make_streaming_model.py).
+fn streaming_model(python: &Path, label: &str) -> PathBuf {
+    let model = temp_dir(label).join("streaming.tflite");
+    let output = Command::new(python)
+        .arg(workspace_root().join("tests/tflm/make_streaming_model.py"))
+        .arg(&model)
+        .output()
+        .expect("run the model generator");
+    assert!(output.status.success(), "{}", describe(&output));
+    model
+}
+
 #[test]
 fn a_streaming_model_keeps_its_state_and_first_fit_gives_tflms_head() {
     let test = "a_streaming_model_keeps_its_state_and_first_fit_gives_tflms_head";
     let Some(python) = tflm_python(test) else {
         return;
     };
-    // CALL_ONCE, VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE: the shape of TFLM's streaming
-    // keyword models, written by the runtime's own schema (tests/tflm/make_streaming_model.py).
-    let model = temp_dir("tflm-streaming").join("streaming.tflite");
-    let output = Command::new(&python)
-        .arg(workspace_root().join("tests/tflm/make_streaming_model.py"))
-        .arg(&model)
-        .output()
-        .expect("run the model generator");
-    assert!(output.status.success(), "{}", describe(&output));
+    let model = streaming_model(&python, "tflm-streaming");
     let original = run_tflm(&python, &model);
 
     // VAR_HANDLE outputs take no arena space in TFLM: first fit gives its head exactly.
@@ -209,6 +225,8 @@ fn a_streaming_model_keeps_its_state_and_first_fit_gives_tflms_head() {
             "greedy-bestfit",
             "--planner-options",
             r#"{"fit":"first"}"#,
+            "--order",
+            "keep",
         ],
     );
     let scratch = memplan_tests::scratch_arenas(&summary);
@@ -217,9 +235,115 @@ fn a_streaming_model_keeps_its_state_and_first_fit_gives_tflms_head() {
     assert_eq!(run_tflm(&python, &written), original);
 
     // The default planner's plan keeps the state across invocations: identical outputs.
-    let (summary, written) = plan_with_tflite(&model, "tflm-streaming", &[]);
+    let (summary, written) = plan_with_tflite(&model, "tflm-streaming", &["--order", "keep"]);
     let with_plan = run_tflm(&python, &written);
     assert_eq!(with_plan.outputs_sha256, original.outputs_sha256);
     assert!(with_plan.head <= original.head);
     assert_eq!(summary["tflite_micro"]["head_written"], with_plan.head);
+}
+
+/// `model` with every tensor subgraph 0's operators write exposed as a graph output, and no
+/// offline plan (`tests/tflm/expose_intermediates.py`).
+fn with_intermediates_exposed(python: &Path, model: &Path, out: &Path) -> PathBuf {
+    let output = Command::new(python)
+        .arg(workspace_root().join("tests/tflm/expose_intermediates.py"))
+        .arg(model)
+        .arg(out)
+        .output()
+        .expect("run the intermediates script");
+    assert!(output.status.success(), "{}", describe(&output));
+    out.to_path_buf()
+}
+
+/// Plans `model` with `--emit-tflite` (the default `--order best`), checks that memplan chose
+/// another order, and runs original and rewritten model on TFLM: identical outputs over
+/// several invocations with state, every intermediate tensor identical, and TFLM's head with
+/// the plan exactly the new lower bound memplan predicted. Returns that head.
+fn new_order_runs_identically(python: &Path, model: &Path, label: &str) -> u64 {
+    let name = model.display();
+    let (summary, written) = plan_with_tflite(model, label, &[]);
+    let order = &summary["operator_order"];
+    assert_eq!(order["planned_for"], "best", "{name}: {summary}");
+    let (stored, best) = (
+        order["stored_bound"].as_u64().unwrap(),
+        order["best_bound"].as_u64().unwrap(),
+    );
+    assert!(best < stored, "{name}: {order}");
+    let run_order: Vec<u64> = order["run_order"]
+        .as_array()
+        .expect("run_order")
+        .iter()
+        .map(|operator| operator.as_u64().unwrap())
+        .collect();
+    let stored_order: Vec<u64> = (0..run_order.len() as u64).collect();
+    assert_ne!(run_order, stored_order, "{name}");
+
+    let original = run_tflm(python, model);
+    let rewritten = run_tflm(python, &written);
+    assert_eq!(
+        rewritten.outputs_sha256, original.outputs_sha256,
+        "{name}: outputs differ in the new order"
+    );
+    assert_eq!(
+        summary["tflite_micro"]["head_written"], rewritten.head,
+        "{name}: {summary}"
+    );
+    assert_eq!(
+        rewritten.head, best,
+        "{name}: TFLM's head is the new lower bound"
+    );
+
+    let dir = written.parent().unwrap();
+    let original_all = run_tflm(
+        python,
+        &with_intermediates_exposed(python, model, &dir.join("original_all.tflite")),
+    );
+    let rewritten_all = run_tflm(
+        python,
+        &with_intermediates_exposed(python, &written, &dir.join("rewritten_all.tflite")),
+    );
+    assert!(original_all.output_sha256.len() > original.output_sha256.len());
+    assert_eq!(
+        rewritten_all.output_sha256, original_all.output_sha256,
+        "{name}: an intermediate tensor differs in the new order"
+    );
+    rewritten.head
+}
+
+#[test]
+fn a_new_operator_order_runs_identically_on_tflm_every_intermediate_too() {
+    let test = "a_new_operator_order_runs_identically_on_tflm_every_intermediate_too";
+    let (Some(corpus), Some(python)) = (require_corpus(test), tflm_python(test)) else {
+        return;
+    };
+    // hey_jarvis: its state reads move next to their consumers (3424 with TFLM's own plan).
+    let head = new_order_runs_identically(
+        &python,
+        &corpus.join("models/hey_jarvis.tflite"),
+        "tflm-order-hey-jarvis",
+    );
+    assert_eq!(head, 2528);
+
+    // The streaming model the tests build: its state read moves next to its consumer.
+    let model = streaming_model(&python, "tflm-order-streaming");
+    new_order_runs_identically(&python, &model, "tflm-order-streaming");
+
+    // Chain models have one valid order: written exactly as with --order keep.
+    for name in ["vww_96_int8.tflite", "person_detect.tflite"] {
+        let model = corpus.join("models").join(name);
+        let (best, best_model) = plan_with_tflite(&model, "tflm-order-chain", &[]);
+        let (keep, keep_model) = plan_with_tflite(&model, "tflm-order-chain", &["--order", "keep"]);
+        assert_eq!(best["operator_order"]["planned_for"], "stored", "{name}");
+        assert_eq!(best["operator_order"]["gain_bytes"], 0, "{name}");
+        assert_eq!(best["plan_hash"], keep["plan_hash"], "{name}");
+        assert_eq!(
+            best["tensor_layout_hash"], keep["tensor_layout_hash"],
+            "{name}"
+        );
+        assert_eq!(
+            std::fs::read(best_model).unwrap(),
+            std::fs::read(keep_model).unwrap(),
+            "{name}"
+        );
+    }
 }

@@ -1,6 +1,7 @@
 """Runs a .tflite model on TensorFlow Lite Micro (the PyPI `tflite-micro` runtime, reference
 kernels) and prints, as one JSON object on stdout: the arena head TFLM planned (bytes, as its
-RecordingMicroAllocator reports it) and a SHA-256 over every output of every invocation.
+RecordingMicroAllocator reports it), a SHA-256 over every output of every invocation, and one
+per output (over its values in every invocation).
 
 Usage: run_tflm.py MODEL [--invocations N] [--seed S]
 
@@ -85,18 +86,22 @@ def main():
     digest = hashlib.sha256()
     inputs = count(interpreter.get_input_details)
     outputs = count(interpreter.get_output_details)
+    per_output = [hashlib.sha256() for _ in range(outputs)]
     for _ in range(args.invocations):
         for index in range(inputs):
             interpreter.set_input(random_input(interpreter.get_input_details(index), rng), index)
         interpreter.invoke()
         for index in range(outputs):
-            digest.update(np.ascontiguousarray(interpreter.get_output(index)).tobytes())
+            values = np.ascontiguousarray(interpreter.get_output(index)).tobytes()
+            digest.update(values)
+            per_output[index].update(values)
     print(json.dumps({
         "head": int(head.group(1)),
         "inputs": inputs,
         "outputs": outputs,
         "invocations": args.invocations,
         "outputs_sha256": digest.hexdigest(),
+        "output_sha256": [output.hexdigest() for output in per_output],
     }))
 
 

@@ -14,6 +14,7 @@ pub mod external;
 mod fit;
 mod fixed;
 pub mod lifetimes;
+pub mod order;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -63,6 +64,9 @@ pub struct Analysis {
     /// For a `.tflite` model: where its tensors sit in the file and what TFLite Micro adds at
     /// run time (kernel scratch buffers), for the offline plan written into the model.
     pub tflite: Option<Box<TfliteOrigin>>,
+    /// What the order stage found (`order`), set by the caller that ran it; `None` when it did
+    /// not run or the model's order is not memplan's to choose.
+    pub order: Option<order::OperatorOrder>,
     /// The tensors in buffers the caller owns, outside every arena ([`external`]): the
     /// planner gets [`Analysis::planner_request`], and `memory_lower_bounds` leave them out.
     pub external: ExternalTensors,
@@ -237,6 +241,7 @@ pub fn analyze(
         inputs: graph_inputs,
         outputs: graph_outputs,
         tflite,
+        order: None,
         external,
     })
 }

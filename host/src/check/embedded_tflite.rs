@@ -26,7 +26,8 @@ use memplan_plugin_api::Lifetime;
 /// One problem of an embedded plan.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EmbeddedViolation {
-    /// `overlap`, `misaligned`, `ignored` or `variable`.
+    /// `overlap`, `misaligned`, `ignored`, `variable`, or `order` (the stored operator order is
+    /// not valid, `analyze::order::stored`).
     pub kind: &'static str,
     /// The tensor, as `12 (name)`.
     pub tensor: String,

@@ -273,6 +273,7 @@ pub(crate) mod testing {
             inputs: Vec::new(),
             outputs: Vec::new(),
             tflite: None,
+            order: None,
             constant_data: vec![None; count],
             external: Default::default(),
         }

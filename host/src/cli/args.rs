@@ -148,6 +148,13 @@ pub struct TargetArgs {
     pub external_io: Option<String>,
 }
 
+/// `--order`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrderArg {
+    Best,
+    Keep,
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct PlanArgs {
     /// Model file: `.json` (memplan model), `.tflite`, or `.csv` (MiniMalloc).
@@ -174,6 +181,11 @@ pub struct PlanArgs {
     /// TensorFlow Lite Micro's offline plan (`OfflineMemoryAllocation` metadata).
     #[arg(long = "emit-tflite")]
     pub emit_tflite: bool,
+    /// Operator order the plan holds for: `best` (the valid order with the lowest peak of live
+    /// bytes; the firmware must run it) or `keep` (the stored order). Default: `best` with
+    /// --emit-tflite (the written model carries the order), `keep` otherwise.
+    #[arg(long, value_enum, value_name = "best|keep")]
+    pub order: Option<OrderArg>,
     /// With a `.tflite` input that carries an offline plan (`OfflineMemoryAllocation`, e.g. one
     /// memplan wrote), plan it afresh instead of keeping those offsets as fixed placements.
     #[arg(long = "ignore-offline-plan")]

@@ -9,6 +9,7 @@ use super::args::{
     PlannersArgs, PluginArgs, TargetArgs, Verbosity,
 };
 use super::parse;
+use crate::analyze::order::OrderMode;
 use crate::cli::planner_options::PlannerOptionsByName;
 use crate::emit;
 use crate::error::{Error, Result};
@@ -67,6 +68,8 @@ pub struct PlanConfig {
     pub limits: RunLimits,
     pub plugins: PluginConfig,
     pub format: Format,
+    /// `--order`, with its default resolved (`best` with `--emit-tflite`).
+    pub order: crate::analyze::order::OrderMode,
     /// `--ignore-offline-plan`: drop a `.tflite` model's offline plan as it is read.
     pub ignore_offline_plan: bool,
 }
@@ -121,6 +124,17 @@ pub fn resolve(cli: Cli) -> Result<Config> {
     Ok(Config { verbosity, task })
 }
 
+/// `--order`, or its default: a plan for another order than the firmware runs would corrupt
+/// memory, so `best` only where the order travels with the plan (`--emit-tflite`).
+fn order_mode(given: Option<super::args::OrderArg>, emit_tflite: bool) -> OrderMode {
+    match given {
+        Some(super::args::OrderArg::Best) => OrderMode::Best,
+        Some(super::args::OrderArg::Keep) => OrderMode::Keep,
+        None if emit_tflite => OrderMode::Best,
+        None => OrderMode::Keep,
+    }
+}
+
 fn plan(args: PlanArgs) -> Result<PlanConfig> {
     // Checked before anything is read or planned, which may take long.
     let render = RenderOptions {
@@ -154,7 +168,9 @@ fn plan(args: PlanArgs) -> Result<PlanConfig> {
     let plugins = plugins(args.plugins)?;
     let planners = parse::planner_list(&args.planner)?;
     let options = parse::planner_options(&args.planner_options, &planners)?;
+    let order = order_mode(args.order, args.emit_tflite);
     Ok(PlanConfig {
+        order,
         input: args.input,
         planners,
         options,

@@ -12,7 +12,9 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::analyze::order::stored::stored_order_violations;
 use crate::check;
+use crate::check::embedded_tflite::EmbeddedViolation;
 use crate::cli::config::{CheckConfig, TargetConfig};
 use crate::cli::Format;
 use crate::error::{Error, ErrorKind, Result};
@@ -42,7 +44,18 @@ pub fn run(config: &CheckConfig) -> Result<ExitCode> {
         // The plan's external tensors are external in the analysis it is checked against.
         target.external_io.ids = document.external_ids();
     }
-    let analysis = super::read_and_analyze(&config.input, &target)?;
+    let order = document
+        .as_ref()
+        .and_then(|document| document.operator_order.as_deref());
+    let analysis = match order {
+        Some(order) => super::read_order_and_analyze(
+            &config.input,
+            &target,
+            super::OrderRequest::Given { order, plan },
+            |_| {},
+        )?,
+        None => super::read_and_analyze(&config.input, &target)?,
+    };
     let document = match document {
         Some(document) => document,
         None => plan_file::read_solution(plan, &analysis)?,
@@ -104,12 +117,23 @@ fn check_embedded(config: &CheckConfig) -> Result<ExitCode> {
             config.input.display()
         )));
     }
+    let mut order_violations = Vec::new();
     let analysis = super::read_edit_and_analyze(&config.input, &config.target, |model| {
         if let LifetimeRule::TfliteMicro(graph) = &mut model.rule {
             graph.offline_plan_under_check = true;
+            order_violations = stored_order_violations(graph);
         }
     })?;
-    let report = check::embedded_tflite::check_embedded_plan(&analysis)?;
+    let mut report = check::embedded_tflite::check_embedded_plan(&analysis)?;
+    report.violations.extend(
+        order_violations
+            .into_iter()
+            .map(|violation| EmbeddedViolation {
+                kind: "order",
+                tensor: violation.tensor,
+                message: violation.message,
+            }),
+    );
     let text = match config.format {
         Format::Text => embedded_text_report(&config.input, &report),
         Format::Json => embedded_json_report(&config.input, &report),

@@ -48,9 +48,12 @@ pub fn run(config: &PlanConfig) -> Result<ExitCode> {
 
     let mut timings = Vec::new();
     let mut analysis = timed(&mut timings, "read+analyze", || {
-        super::read_edit_and_analyze(&config.input, &config.target, |model| {
-            offline_plan_as_read(model, config.ignore_offline_plan)
-        })
+        super::read_order_and_analyze(
+            &config.input,
+            &config.target,
+            super::OrderRequest::Search(config.order),
+            |model| offline_plan_as_read(model, config.ignore_offline_plan),
+        )
     })?;
     analysis.ensure_plannable()?;
     crate::render::check_emit_tflite(&analysis, &render_options)?;

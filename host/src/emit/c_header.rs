@@ -88,6 +88,7 @@ fn write_identity(out: &mut dyn Write, plan: &RenderPlan) -> fmt::Result {
         plan.tensor_layout_hash
     )?;
     writeln!(out, "#define {pm}_NUM_STEPS {}u", plan.num_steps)?;
+    super::c_order::write_operator_order(out, plan)?;
     let payloads: Vec<_> = plan
         .regions
         .iter()

@@ -11,12 +11,14 @@
 mod atomic;
 mod c_external;
 mod c_header;
+mod c_order;
 mod c_sources;
 mod c_templates;
 mod c_text;
 mod residency;
 mod svg;
 mod tflite_model;
+mod tflite_order;
 
 use std::fmt;
 use std::io;
@@ -77,8 +79,21 @@ pub fn pending_files(plan: &RenderPlan) -> Vec<PendingFile<'_>> {
         files.push(PendingFile {
             name: format!("{p}.tflite"),
             contents: Box::new(move |out| {
+                let reordered;
+                let file = match plan.changed_order() {
+                    Some(order) => {
+                        reordered = tflite_order::model_with_operator_order(
+                            &tflite.file,
+                            order,
+                            &tflite.source,
+                        )
+                        .map_err(|error| io::Error::other(error.message))?;
+                        &reordered
+                    }
+                    None => &tflite.file,
+                };
                 let model = tflite_model::model_with_offline_plan(
-                    &tflite.file,
+                    file,
                     tflite.subgraph_count,
                     &tflite.offsets,
                     &tflite.source,

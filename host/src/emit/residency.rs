@@ -21,6 +21,10 @@ struct Residency<'a> {
     tensor_layout_hash: &'a str,
     external_arenas: bool,
     num_steps: u32,
+    /// The operator order the steps follow, when memplan changed it (`--order best`): the
+    /// model's operator indices in run order; step `k + 1` runs `operator_order[k]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    operator_order: Option<&'a [u32]>,
     arenas: ArenasByRole<'a>,
     tensors: Vec<TensorRecord<'a>>,
 }
@@ -134,6 +138,7 @@ pub fn write_residency_json(
         tensor_layout_hash: &plan.tensor_layout_hash,
         external_arenas: plan.external_arenas,
         num_steps: plan.num_steps,
+        operator_order: plan.changed_order(),
         arenas: ArenasByRole {
             scratch: by_role(ArenaRole::Scratch),
             persistent: by_role(ArenaRole::Persistent),

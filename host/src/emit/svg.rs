@@ -489,6 +489,7 @@ mod tests {
             plan_document: String::new(),
             tflite: None,
             emit_tflite: false,
+            order: None,
         }
     }
 

@@ -32,22 +32,22 @@ use crate::input::tflite::OFFLINE_PLAN_METADATA;
 const OFFLINE_PLAN_VERSION: i32 = 1;
 
 // Field indices of the schema's tables.
-const MODEL_FIELDS: usize = 8;
-const MODEL_VERSION: usize = 0;
-const MODEL_BUFFERS: usize = 4;
+pub(super) const MODEL_FIELDS: usize = 8;
+pub(super) const MODEL_VERSION: usize = 0;
+pub(super) const MODEL_BUFFERS: usize = 4;
 const MODEL_METADATA: usize = 6;
-const BUFFER_OFFSET: usize = 1;
+pub(super) const BUFFER_OFFSET: usize = 1;
 const BUFFER_SIZE: usize = 2;
 const METADATA_NAME: usize = 0;
 
 /// The input file, read as raw flatbuffer tables. The reader verified the flatbuffer, so
 /// failures here are memplan's bugs; they are still errors, never panics.
-struct Input<'a> {
-    bytes: &'a [u8],
+pub(super) struct Input<'a> {
+    pub(super) bytes: &'a [u8],
 }
 
 impl Input<'_> {
-    fn slice(&self, at: usize, len: usize) -> Result<&[u8]> {
+    pub(super) fn slice(&self, at: usize, len: usize) -> Result<&[u8]> {
         at.checked_add(len)
             .and_then(|end| self.bytes.get(at..end))
             .ok_or_else(|| {
@@ -56,26 +56,26 @@ impl Input<'_> {
                 ))
             })
     }
-    fn u16(&self, at: usize) -> Result<u16> {
+    pub(super) fn u16(&self, at: usize) -> Result<u16> {
         let bytes = self.slice(at, 2)?;
         Ok(u16::from_le_bytes([bytes[0], bytes[1]]))
     }
-    fn u32(&self, at: usize) -> Result<u32> {
+    pub(super) fn u32(&self, at: usize) -> Result<u32> {
         let bytes = self.slice(at, 4)?;
         Ok(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
     }
-    fn u64(&self, at: usize) -> Result<u64> {
+    pub(super) fn u64(&self, at: usize) -> Result<u64> {
         let bytes = self.slice(at, 8)?;
         let mut word = [0u8; 8];
         word.copy_from_slice(bytes);
         Ok(u64::from_le_bytes(word))
     }
     /// Where the uoffset at `at` points.
-    fn follow(&self, at: usize) -> Result<usize> {
+    pub(super) fn follow(&self, at: usize) -> Result<usize> {
         Ok(at + self.u32(at)? as usize)
     }
     /// Positions of a table's fields (`None` when absent), from its vtable.
-    fn fields(&self, table: usize) -> Result<Vec<Option<usize>>> {
+    pub(super) fn fields(&self, table: usize) -> Result<Vec<Option<usize>>> {
         let vtable = (table as i64 - i64::from(self.u32(table)? as i32)) as usize;
         let vtable_size = self.u16(vtable)? as usize;
         (0..vtable_size.saturating_sub(4) / 2)
@@ -86,7 +86,7 @@ impl Input<'_> {
             .collect()
     }
     /// Positions of the tables a vector of tables at `vector` points at.
-    fn tables(&self, vector: usize) -> Result<Vec<usize>> {
+    pub(super) fn tables(&self, vector: usize) -> Result<Vec<usize>> {
         let len = self.u32(vector)? as usize;
         (0..len)
             .map(|element| self.follow(vector + 4 + 4 * element))
@@ -96,7 +96,7 @@ impl Input<'_> {
 
 /// Where a reference of the new prefix points.
 #[derive(Clone, Copy)]
-enum Target {
+pub(super) enum Target {
     /// A position in the prefix.
     Prefix(usize),
     /// A position in the input file, which follows the prefix.
@@ -106,35 +106,40 @@ enum Target {
 /// The new prefix, written front to back; references are patched once the prefix's length,
 /// and so where the input starts, is known.
 #[derive(Default)]
-struct Prefix {
-    bytes: Vec<u8>,
-    references: Vec<(usize, Target)>,
+pub(super) struct Prefix {
+    pub(super) bytes: Vec<u8>,
+    pub(super) references: Vec<(usize, Target)>,
 }
 
 impl Prefix {
-    fn pad_to(&mut self, alignment: usize, remainder: usize) {
+    pub(super) fn pad_to(&mut self, alignment: usize, remainder: usize) {
         while self.bytes.len() % alignment != remainder {
             self.bytes.push(0);
         }
     }
-    fn u16(&mut self, value: u16) {
+    pub(super) fn u16(&mut self, value: u16) {
         self.bytes.extend_from_slice(&value.to_le_bytes());
     }
-    fn u32(&mut self, value: u32) {
+    pub(super) fn u32(&mut self, value: u32) {
         self.bytes.extend_from_slice(&value.to_le_bytes());
     }
-    fn u64(&mut self, value: u64) {
+    pub(super) fn u64(&mut self, value: u64) {
         self.bytes.extend_from_slice(&value.to_le_bytes());
     }
     /// A uoffset to be patched.
-    fn reference(&mut self, target: Target) {
+    pub(super) fn reference(&mut self, target: Target) {
         self.references.push((self.bytes.len(), target));
         self.u32(0);
     }
     /// A vtable, then the start of its table (4-aligned, or `table_remainder` mod 8), whose
     /// soffset points back at the vtable. `fields` are byte offsets in the table, 0 when
     /// absent. Returns the table's position.
-    fn table_start(&mut self, fields: &[u16], table_size: u16, table_remainder: usize) -> usize {
+    pub(super) fn table_start(
+        &mut self,
+        fields: &[u16],
+        table_size: u16,
+        table_remainder: usize,
+    ) -> usize {
         self.pad_to(2, 0);
         let vtable = self.bytes.len();
         self.u16(4 + 2 * fields.len() as u16);
@@ -147,8 +152,30 @@ impl Prefix {
         self.u32((table - vtable) as u32);
         table
     }
+    /// Points the root uoffset at `root_table` and every reference at its target, the input
+    /// starting right after the prefix (whose length is final).
+    pub(super) fn patch(&mut self, root_table: usize, path: &Path) -> Result<()> {
+        let shift = self.bytes.len();
+        self.bytes[0..4].copy_from_slice(&(root_table as u32).to_le_bytes());
+        for &(at, target) in &self.references {
+            let target = match target {
+                Target::Prefix(position) => position,
+                Target::Input(position) => shift + position,
+            };
+            let value = u32::try_from(target - at).map_err(|_| {
+                Error::input(format!(
+                    "{}: --emit-tflite: the model with its plan would be larger than 4 GiB, \
+                     more than a flatbuffer can address",
+                    path.display()
+                ))
+            })?;
+            self.bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
+        }
+        Ok(())
+    }
+
     /// Points the reference written at `at` to the next byte.
-    fn here(&self) -> Target {
+    pub(super) fn here(&self) -> Target {
         Target::Prefix(self.bytes.len())
     }
 }
@@ -373,21 +400,7 @@ fn patch_references(
     path: &Path,
 ) -> Result<()> {
     let shift = prefix.bytes.len();
-    prefix.bytes[0..4].copy_from_slice(&(root_table as u32).to_le_bytes());
-    for &(at, target) in &prefix.references {
-        let target = match target {
-            Target::Prefix(position) => position,
-            Target::Input(position) => shift + position,
-        };
-        let value = u32::try_from(target - at).map_err(|_| {
-            Error::input(format!(
-                "{}: --emit-tflite: the model with its plan would be larger than 4 GiB, more \
-                 than a flatbuffer can address",
-                path.display()
-            ))
-        })?;
-        prefix.bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
-    }
+    prefix.patch(root_table, path)?;
     for &at in moved_offsets {
         let mut word = [0u8; 8];
         word.copy_from_slice(&prefix.bytes[at..at + 8]);

@@ -85,6 +85,19 @@ pub struct GraphSubgraph {
     /// The builtin or custom name of each operator, in subgraph order.
     pub operator_names: Vec<String>,
     pub flow: SubgraphFlow,
+    /// By operator: what the order stage (`analyze::order`) needs to know beyond the flow.
+    pub operator_facts: Vec<OperatorFacts>,
+}
+
+/// What decides where an operator may move when memplan chooses the operator order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OperatorFacts {
+    /// A custom operator, or a builtin code memplan has no name for: memplan cannot know what
+    /// it does.
+    pub unknown: bool,
+    /// For VAR_HANDLE: the resource variable it names, `container/shared_name` (TFLite Micro
+    /// gives every VAR_HANDLE with the same pair the same variable).
+    pub resource: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -164,6 +164,19 @@ pub struct RenderPlan {
     pub tflite: Option<tflite_offline::TfliteOfflinePlan>,
     /// Write `{prefix}.tflite`, the model with that plan.
     pub emit_tflite: bool,
+    /// What the order stage found; with `applied`, the plan holds for its order only.
+    pub order: Option<crate::analyze::order::OperatorOrder>,
+}
+
+impl RenderPlan {
+    /// The operator order the plan holds for, when memplan changed it (stored operator
+    /// indices in run order).
+    pub fn changed_order(&self) -> Option<&[u32]> {
+        self.order
+            .as_ref()
+            .filter(|order| order.applied)
+            .map(|order| order.best.as_slice())
+    }
 }
 
 impl RenderPlan {
@@ -410,6 +423,7 @@ fn render_tables(
         tensors,
         tflite,
         emit_tflite: options.emit_tflite,
+        order: analysis.order.clone(),
     })
 }
 

@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod check;
 pub mod external;
+mod order;
 pub mod plan;
 
 use std::io::{self, Write};

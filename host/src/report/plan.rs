@@ -127,6 +127,8 @@ struct SummaryDocument<'a> {
     timings_ms: serde_json::Map<String, serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tflite_micro: Option<TfliteMicroSummary<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    operator_order: Option<super::order::OrderSummary<'a>>,
     /// The buffers the firmware binds (external tensors), in no arena.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     external: Vec<super::external::ExternalSummary<'a>>,
@@ -281,6 +283,7 @@ pub fn write_json(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
         files: &report.files,
         timings_ms: timings,
         tflite_micro: TfliteMicroSummary::new(plan),
+        operator_order: super::order::OrderSummary::new(plan),
         external: super::external::summaries(plan),
     };
     serde_json::to_writer_pretty(&mut *out, &document)?;
@@ -361,6 +364,9 @@ pub fn write_text(plan: &RenderPlan, report: &RunReport, out: &mut dyn Write) ->
             )?;
         }
     }
+    for line in super::order::order_text(plan) {
+        writeln!(out, "{line}")?;
+    }
     if let Some(line) = super::external::text(plan) {
         writeln!(out, "{line}")?;
     }
@@ -403,6 +409,7 @@ mod tests {
             plan_document: String::new(),
             tflite: None,
             emit_tflite: false,
+            order: None,
         }
     }
 

@@ -43,7 +43,7 @@ use super::tflite_walk::{self, Walk, WalkError};
 use super::tflm_kernels::{kernel_scratch, KernelScratch};
 use crate::error::{Error, Result};
 use crate::input::graph::{
-    GraphStorage, GraphSubgraph, GraphTensor, TfliteGraph, TfliteOrigin, TflmRole,
+    GraphStorage, GraphSubgraph, GraphTensor, OperatorFlow, TfliteGraph, TfliteOrigin, TflmRole,
 };
 use crate::input::model::{
     Lifetime, LifetimeRule, Model, ModelAlias, Operator, Tensor, TensorKind, MAX_TENSOR_BYTES,
@@ -233,7 +233,7 @@ pub fn resolve(model: Model) -> Result<Model> {
 }
 
 /// Per subgraph, per tensor: whether a VAR_HANDLE operator outputs it.
-fn var_handle_outputs(subgraphs: &[GraphSubgraph]) -> Vec<Vec<bool>> {
+pub(crate) fn var_handle_outputs(subgraphs: &[GraphSubgraph]) -> Vec<Vec<bool>> {
     subgraphs
         .iter()
         .map(|subgraph| {
@@ -267,22 +267,12 @@ fn add_kernel_scratch(
             let Some(span) = walk.operator_spans[subgraph][position] else {
                 continue;
             };
-            let inputs: Vec<Option<&GraphTensor>> = operator
-                .inputs
-                .iter()
-                .map(|tensor| tensor.map(|tensor| &record.tensors[tensor]))
-                .collect();
-            let outputs: Vec<&GraphTensor> = operator
-                .outputs
-                .iter()
-                .map(|&tensor| &record.tensors[tensor])
-                .collect();
             let operator_id = if subgraph == 0 {
                 format!("op{position}")
             } else {
                 format!("{subgraph}:op{position}")
             };
-            let sizes = match kernel_scratch(name, &inputs, &outputs) {
+            let sizes = match operator_scratch(record, operator, name) {
                 KernelScratch::Buffers(sizes) => sizes,
                 KernelScratch::Unknown(why) => {
                     unknown.push(format!("operator {operator_id} ({name}): {why}"));
@@ -307,6 +297,25 @@ fn add_kernel_scratch(
         }
     }
     unknown
+}
+
+/// What the kernel of `operator` (of `subgraph`, named `name`) requests ([`kernel_scratch`]).
+pub(crate) fn operator_scratch(
+    subgraph: &GraphSubgraph,
+    operator: &OperatorFlow,
+    name: &str,
+) -> KernelScratch {
+    let inputs: Vec<Option<&GraphTensor>> = operator
+        .inputs
+        .iter()
+        .map(|tensor| tensor.map(|tensor| &subgraph.tensors[tensor]))
+        .collect();
+    let outputs: Vec<&GraphTensor> = operator
+        .outputs
+        .iter()
+        .map(|&tensor| &subgraph.tensors[tensor])
+        .collect();
+    kernel_scratch(name, &inputs, &outputs)
 }
 
 fn walk(graph: &TfliteGraph, error: &dyn Fn(String) -> Error) -> Result<Walk> {
@@ -338,7 +347,7 @@ fn walk(graph: &TfliteGraph, error: &dyn Fn(String) -> Error) -> Result<Walk> {
 
 /// Bytes TFLite Micro reserves for a non-constant tensor: elements (the product of the shape,
 /// 1 for a scalar) times the element size, rounded up to [`TFLM_ALIGNMENT`].
-fn planned_size(
+pub(crate) fn planned_size(
     subgraph: usize,
     index: usize,
     tensor: &GraphTensor,

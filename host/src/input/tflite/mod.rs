@@ -37,7 +37,8 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::input::graph::{
-    CopyBudget, GraphStorage, GraphSubgraph, GraphTensor, OperatorFlow, SubgraphFlow, TfliteGraph,
+    CopyBudget, GraphStorage, GraphSubgraph, GraphTensor, OperatorFacts, OperatorFlow,
+    SubgraphFlow, TfliteGraph,
 };
 use crate::input::model::{LifetimeRule, Model};
 use schema::{builtin, element, Tables};
@@ -257,6 +258,7 @@ impl<'a> Reader<'a> {
 
         let mut operators = Vec::new();
         let mut names = Vec::new();
+        let mut facts = Vec::new();
         for (position, operator) in subgraph.operators().iter().flatten().enumerate() {
             let opcode = operator.opcode_index();
             let (builtin, name) = usize::try_from(opcode)
@@ -312,16 +314,43 @@ impl<'a> Reader<'a> {
                 invokes,
             });
             names.push(name.clone());
+            facts.push(self.operator_facts(*builtin, &operator)?);
         }
         Ok(GraphSubgraph {
             tensors,
             operator_names: names,
+            operator_facts: facts,
             flow: SubgraphFlow {
                 tensor_count,
                 inputs,
                 outputs,
                 operators,
             },
+        })
+    }
+
+    /// What the order stage needs of an operator: whether memplan knows it, and the resource
+    /// variable a VAR_HANDLE names.
+    fn operator_facts(
+        &self,
+        builtin: i32,
+        operator: &schema::Operator<'a>,
+    ) -> Result<OperatorFacts> {
+        let resource = match operator.var_handle_options() {
+            Some(options) => {
+                let (container, shared_name) = (
+                    options.container().unwrap_or_default(),
+                    options.shared_name().unwrap_or_default(),
+                );
+                self.take(container.len() + shared_name.len())?;
+                Some(format!("{container}/{shared_name}"))
+            }
+            None => None,
+        };
+        Ok(OperatorFacts {
+            unknown: builtin == builtin::CUSTOM
+                || vocabulary::builtin_operator_name(builtin).is_none(),
+            resource,
         })
     }
 

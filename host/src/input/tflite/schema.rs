@@ -22,6 +22,7 @@ pub const FILE_IDENTIFIER: &[u8; 4] = b"TFL3";
 /// `BuiltinOperator` codes with a meaning for memory planning: the control-flow operators
 /// that run other subgraphs.
 pub mod builtin {
+    pub const CUSTOM: i32 = 32;
     pub const IF: i32 = 118;
     pub const WHILE: i32 = 119;
     pub const CALL_ONCE: i32 = 129;
@@ -33,6 +34,7 @@ mod options_type {
     pub const IF_OPTIONS: u8 = 92;
     pub const WHILE_OPTIONS: u8 = 93;
     pub const CALL_ONCE_OPTIONS: u8 = 103;
+    pub const VAR_HANDLE_OPTIONS: u8 = 111;
 }
 
 /// The vtable slot of the field with schema id `id`.
@@ -122,6 +124,10 @@ table!(
 table!(
     /// `table WhileOptions`.
     WhileOptions
+);
+table!(
+    /// `table VarHandleOptions`: the resource variable a VAR_HANDLE names.
+    VarHandleOptions
 );
 
 impl<'a> Model<'a> {
@@ -273,6 +279,9 @@ impl<'a> Operator<'a> {
     pub fn while_options(&self) -> Option<WhileOptions<'a>> {
         self.builtin_options_as(options_type::WHILE_OPTIONS)
     }
+    pub fn var_handle_options(&self) -> Option<VarHandleOptions<'a>> {
+        self.builtin_options_as(options_type::VAR_HANDLE_OPTIONS)
+    }
 }
 
 impl Verifiable for Operator<'_> {
@@ -301,6 +310,11 @@ impl Verifiable for Operator<'_> {
                     options_type::WHILE_OPTIONS => verifier
                         .verify_union_variant::<ForwardsUOffset<WhileOptions>>(
                             "WhileOptions",
+                            value_pos,
+                        )?,
+                    options_type::VAR_HANDLE_OPTIONS => verifier
+                        .verify_union_variant::<ForwardsUOffset<VarHandleOptions>>(
+                            "VarHandleOptions",
                             value_pos,
                         )?,
                     _ => {}
@@ -461,6 +475,28 @@ impl Verifiable for WhileOptions<'_> {
         v.visit_table(pos)?
             .visit_field::<i32>("cond_subgraph_index", Self::COND_SUBGRAPH_INDEX, false)?
             .visit_field::<i32>("body_subgraph_index", Self::BODY_SUBGRAPH_INDEX, false)?
+            .finish();
+        Ok(())
+    }
+}
+
+impl<'a> VarHandleOptions<'a> {
+    const CONTAINER: VOffsetT = slot(0);
+    const SHARED_NAME: VOffsetT = slot(1);
+
+    pub fn container(&self) -> Option<&'a str> {
+        self.field::<ForwardsUOffset<&str>>(Self::CONTAINER)
+    }
+    pub fn shared_name(&self) -> Option<&'a str> {
+        self.field::<ForwardsUOffset<&str>>(Self::SHARED_NAME)
+    }
+}
+
+impl Verifiable for VarHandleOptions<'_> {
+    fn run_verifier(v: &mut Verifier, pos: usize) -> Result<(), InvalidFlatbuffer> {
+        v.visit_table(pos)?
+            .visit_field::<ForwardsUOffset<&str>>("container", Self::CONTAINER, false)?
+            .visit_field::<ForwardsUOffset<&str>>("shared_name", Self::SHARED_NAME, false)?
             .finish();
         Ok(())
     }
