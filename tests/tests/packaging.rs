@@ -1,6 +1,6 @@
 //! The crates a vendor builds a plugin against package for crates.io (#32 item 5):
-//! `cargo package` of memplan-plugin-api and memplan-planner-kit succeeds, and each package
-//! carries what a build from crates.io needs (its README, plugin-api's build.rs, which sets
+//! `cargo package` of memplan-plugin-api, memplan-planner-kit and memplan-minimalloc (which
+//! the kit's `testing` feature uses) succeeds, and each package carries what a build from crates.io needs (its README, plugin-api's build.rs, which sets
 //! the ABI version) with versioned dependencies in place of the workspace's paths.
 //!
 //! `--no-verify`: building the packaged sources would compile abi_stable again for every CI
@@ -47,7 +47,7 @@ fn crate_contents(archive: &std::path::Path) -> (Vec<String>, String) {
 }
 
 #[test]
-fn plugin_api_and_planner_kit_package_for_crates_io() {
+fn plugin_api_planner_kit_and_minimalloc_package_for_crates_io() {
     let target = e2e_target_dir().join("package");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let output = Command::new(cargo)
@@ -60,6 +60,9 @@ fn plugin_api_and_planner_kit_package_for_crates_io() {
             "memplan-plugin-api",
             "-p",
             "memplan-planner-kit",
+            // The kit's `testing` feature reads MiniMalloc CSVs with it: published beside it.
+            "-p",
+            "memplan-minimalloc",
             "--target-dir",
         ])
         .arg(&target)
@@ -105,4 +108,14 @@ fn plugin_api_and_planner_kit_package_for_crates_io() {
     );
     // No path into the workspace is left (target paths such as `src/lib.rs` stay).
     assert!(!manifest.contains("path = \".."), "{manifest}");
+
+    let minimalloc = target.join("package").join(format!(
+        "memplan-minimalloc-{}.crate",
+        read_version("minimalloc")
+    ));
+    let (files, manifest) = crate_contents(&minimalloc);
+    assert!(files.iter().any(|f| f == "README.md"), "{files:?}");
+    for field in ["license = ", "repository = ", "readme = ", "description = "] {
+        assert!(manifest.contains(field), "{field} missing:\n{manifest}");
+    }
 }
