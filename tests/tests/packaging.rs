@@ -1,7 +1,8 @@
 //! The crates a vendor builds a plugin against package for crates.io (#32 item 5):
 //! `cargo package` of memplan-plugin-api, memplan-planner-kit and memplan-minimalloc (which
-//! the kit's `testing` feature uses) succeeds, and each package carries what a build from crates.io needs (its README, plugin-api's build.rs, which sets
-//! the ABI version) with versioned dependencies in place of the workspace's paths.
+//! the kit's `testing` feature uses) succeeds, and each package carries what a build from
+//! crates.io needs (its README, plugin-api's build.rs, which sets the ABI version) with
+//! versioned dependencies in place of the workspace's paths.
 //!
 //! `--no-verify`: building the packaged sources would compile abi_stable again for every CI
 //! run; the rest of the suite builds these sources. The only network it needs is the
