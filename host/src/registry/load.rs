@@ -86,7 +86,7 @@ impl DeferredPlugin {
     fn planner_of(&self, module: PluginModuleRef, name: &str) -> Result<PlannerEntry, String> {
         let entries = module.planners();
         let declared = self.manifest.names();
-        if let Some(reason) = super::manifest_mismatch(Some(&declared), &entries) {
+        if let Some(reason) = manifest_mismatch(&declared, &entries) {
             return Err(reason);
         }
         entries
@@ -133,17 +133,6 @@ fn describe_deferred_failure(failure: LoadFailure) -> String {
             reason
         }
     }
-}
-
-/// Loads and initializes one opened plugin file. The library stays loaded for the rest of the
-/// process.
-pub fn load_plugin(opened: OpenedPlugin) -> Result<(PluginFile, PluginModuleRef), LoadFailure> {
-    let file = PluginFile {
-        path: opened.path.clone(),
-        sha256: opened.sha256.clone(),
-    };
-    let module = open_module(&opened.into_load_path())?;
-    Ok((file, module))
 }
 
 /// Why a manifest naming another plugin ABI than memplan's is refused, if it does (a manifest
@@ -267,6 +256,33 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// Why a file whose manifest does not list the planners it exports is refused (`None` when
+/// they agree): a run selecting one of its planners by the manifest would skip the file, or
+/// load it for a planner it does not have.
+fn manifest_mismatch(declared: &[String], entries: &[PlannerEntry]) -> Option<String> {
+    let mut exported: Vec<&str> = entries.iter().map(|entry| entry.name.as_str()).collect();
+    let mut listed: Vec<&str> = declared.iter().map(String::as_str).collect();
+    exported.sort_unstable();
+    listed.sort_unstable();
+    (exported != listed).then(|| {
+        format!(
+            "its planner manifest (section {}) lists {} but it exports {}; rebuild it with \
+             memplan-plugin-api's export_planners!, which writes both",
+            memplan_plugin_api::manifest::MANIFEST_SECTION,
+            name_list(&listed),
+            name_list(&exported)
+        )
+    })
+}
+
+fn name_list(names: &[&str]) -> String {
+    if names.is_empty() {
+        "no planners".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,7 +314,7 @@ mod tests {
         let path = dir.join(format!("garbage{}", std::env::consts::DLL_SUFFIX));
         std::fs::write(&path, b"not a shared library").unwrap();
         let opened = OpenedPlugin::open(&path, true).unwrap();
-        match load_plugin(opened) {
+        match open_module(&opened.load_path().unwrap()) {
             Err(LoadFailure::Rejected { reason, .. }) => {
                 assert!(reason.contains("dynamic loader"), "{reason}")
             }

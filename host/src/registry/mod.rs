@@ -43,7 +43,7 @@ use crate::error::{Error, Result};
 use crate::runner::{
     isolate, plan_in_worker, run, run_planner, Isolation, RunLimits, WorkerCode, WorkerJob,
 };
-pub use load::{load_plugin, open_module, DeferredPlugin, LoadFailure, PluginFile};
+pub use load::{open_module, DeferredPlugin, LoadFailure, PluginFile};
 pub use search::{candidate_files, executable_dir, search_path, PLUGIN_PATH_VAR};
 pub use trust::{OpenedPlugin, PinSource, TrustPolicy};
 
@@ -113,12 +113,13 @@ enum PlannerCode {
 }
 
 impl PlannerHandle {
-    fn new(entry: PlannerEntry, source: PlannerSource) -> PlannerHandle {
+    /// One of memplan's built-in planners.
+    fn built_in(entry: PlannerEntry) -> PlannerHandle {
         PlannerHandle {
             name: entry.name.as_str().to_string(),
             version: entry.version.as_str().to_string(),
             description: entry.description.as_str().to_string(),
-            source,
+            source: PlannerSource::BuiltIn,
             code: PlannerCode::Loaded(entry),
         }
     }
@@ -149,12 +150,6 @@ impl PlannerHandle {
             source: PlannerSource::File(file),
             code: PlannerCode::Deferred(plugin),
         }
-    }
-
-    /// Whether this planner's code is in memplan's process (built in) rather than in a file
-    /// memplan has not loaded.
-    pub fn is_loaded(&self) -> bool {
-        matches!(self.code, PlannerCode::Loaded(_))
     }
 
     /// "cannot be loaded: REASON", as an error naming this planner and its file.
@@ -455,7 +450,7 @@ impl Registry {
     /// for that file's planner) and those a `--plugin-dir` file provides already.
     fn register_builtin(&mut self) {
         for entry in builtin::entries() {
-            let handle = PlannerHandle::new(entry, PlannerSource::BuiltIn);
+            let handle = PlannerHandle::built_in(entry);
             if let Some(pin) = self.trust.pin(&handle.name) {
                 tracing::debug!(
                     "built-in planner `{}` not used: {} pins it to a plugin file",
@@ -530,15 +525,16 @@ impl Registry {
         }
     }
 
-    /// Adds `handle` to the planners of its directory, `by_name`, unless its name is not one
-    /// `--planner` can select or its pin refuses its file (then it is rejected, saying why).
-    fn admit(&mut self, handle: PlannerHandle, by_name: &mut BTreeMap<String, Vec<PlannerHandle>>) {
-        let Some(file) = handle.source.file() else {
-            // Built-in planners are registered by `register_builtin`, not from a directory.
-            by_name.entry(handle.name.clone()).or_default().push(handle);
-            return;
-        };
-        let (path, sha256) = (file.path.clone(), file.sha256.clone());
+    /// Adds `handle`, a planner of plugin file `file`, to the planners of its directory,
+    /// `by_name`, unless its name is not one `--planner` can select or its pin refuses its
+    /// file (then it is rejected, saying why).
+    fn admit(
+        &mut self,
+        handle: PlannerHandle,
+        file: &PluginFile,
+        by_name: &mut BTreeMap<String, Vec<PlannerHandle>>,
+    ) {
+        let path = file.path.clone();
         if !is_valid_planner_name(&handle.name) {
             self.rejected.push(Rejected {
                 path,
@@ -550,22 +546,17 @@ impl Registry {
             });
             return;
         }
-        if let Some(reason) = self.trust.check_planner(&handle.name, &sha256) {
+        if let Some(reason) = self.trust.check_planner(&handle.name, &file.sha256) {
             tracing::warn!("{}: {reason}", path.display());
             self.refused_by_pin.insert(handle.name.clone());
             self.rejected.push(Rejected { path, reason });
             return;
         }
         tracing::debug!(
-            "found planner `{}` {} in {}{}",
+            "found planner `{}` {} in {} (third-party: known by its manifest, not loaded)",
             handle.name,
             handle.version,
-            path.display(),
-            if handle.is_loaded() {
-                ""
-            } else {
-                " (third-party: known by its manifest, not loaded)"
-            }
+            path.display()
         );
         by_name.entry(handle.name.clone()).or_default().push(handle);
     }
@@ -620,7 +611,7 @@ impl Registry {
         let plugin = Arc::new(DeferredPlugin::new(opened, manifest));
         for declared in &plugin.manifest().planners {
             let handle = PlannerHandle::deferred(declared, Arc::clone(&file), Arc::clone(&plugin));
-            self.admit(handle, by_name);
+            self.admit(handle, &file, by_name);
         }
     }
 
@@ -831,37 +822,6 @@ impl Registry {
              (run sandboxed): pass its directory with --plugin-dir DIR, or add it to \
              {PLUGIN_PATH_VAR}"
         )
-    }
-}
-
-/// Why a file whose manifest does not list the planners it exports is refused (`None` when
-/// it has no manifest or they agree): a run selecting one of its planners by the manifest
-/// would skip the file, or load it for a planner it does not have.
-pub(crate) fn manifest_mismatch(
-    declared: Option<&[String]>,
-    entries: &[PlannerEntry],
-) -> Option<String> {
-    let declared = declared?;
-    let mut exported: Vec<&str> = entries.iter().map(|entry| entry.name.as_str()).collect();
-    let mut listed: Vec<&str> = declared.iter().map(String::as_str).collect();
-    exported.sort_unstable();
-    listed.sort_unstable();
-    (exported != listed).then(|| {
-        format!(
-            "its planner manifest (section {}) lists {} but it exports {}; rebuild it with \
-             memplan-plugin-api's export_planners!, which writes both",
-            memplan_plugin_api::manifest::MANIFEST_SECTION,
-            name_list(&listed),
-            name_list(&exported)
-        )
-    })
-}
-
-fn name_list(names: &[&str]) -> String {
-    if names.is_empty() {
-        "no planners".to_string()
-    } else {
-        names.join(", ")
     }
 }
 

@@ -236,23 +236,6 @@ impl OpenedPlugin {
         self.file.as_raw_fd()
     }
 
-    /// The path to give the dynamic loader: the open file itself (`/proc/self/fd/N`), which
-    /// stays open for the rest of the process so that the path stays valid and names the
-    /// bytes that were hashed.
-    #[cfg(target_os = "linux")]
-    pub fn into_load_path(self) -> PathBuf {
-        use std::os::fd::IntoRawFd;
-        let fd = self.file.into_raw_fd(); // never closed: see the module docs
-        PathBuf::from(format!("/proc/self/fd/{fd}"))
-    }
-
-    /// Without `/proc/self/fd`, the file is loaded by its path (the permission check still
-    /// keeps others from swapping it).
-    #[cfg(not(target_os = "linux"))]
-    pub fn into_load_path(self) -> PathBuf {
-        self.path
-    }
-
     /// The path to give the dynamic loader for the open file, through a copy of its descriptor
     /// that stays open for the rest of the process: the loader takes a path it has loaded
     /// before for the library it loaded then, so a `/proc/self/fd/N` it has seen must never
@@ -428,7 +411,7 @@ mod tests {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         let opened = OpenedPlugin::open(&path, false).unwrap();
         assert_eq!(opened.sha256, HASH_A);
-        let load_path = opened.into_load_path();
+        let load_path = opened.load_path().unwrap();
         // Replacing the file at its path does not change what the descriptor names.
         std::fs::remove_file(&path).unwrap();
         std::fs::write(&path, b"something else").unwrap();
