@@ -36,7 +36,14 @@ fn greedy_height(buffers: &[Buffer]) -> u64 {
     problem
         .components
         .iter()
-        .map(|component| component.height(&greedy::greedy(component, &no_deadline)) * problem.unit)
+        .map(|component| {
+            component.height(&greedy::greedy(
+                component,
+                &buffers,
+                problem.unit,
+                &no_deadline,
+            )) * problem.unit
+        })
         .max()
         .unwrap_or(0)
 }

@@ -68,6 +68,21 @@ impl Packer for ExactPacker {
         room: Option<u64>,
         context: &HostContext,
     ) -> Result<Packing, PlanError> {
+        self.pack_from(buffers, room, &[], context)
+    }
+}
+
+impl ExactPacker {
+    /// [`Packer::pack_within`], starting each component from the lowest of `starts` (valid
+    /// packings of `buffers`, offsets in bytes) instead of making its own greedy packings,
+    /// when there are any: the portfolio passes the greedy candidates it already made.
+    pub fn pack_from(
+        &self,
+        buffers: &[Buffer],
+        room: Option<u64>,
+        starts: &[Vec<u64>],
+        context: &HostContext,
+    ) -> Result<Packing, PlanError> {
         let started = Instant::now();
         let fit_within = room.filter(|_| self.goal == Goal::Fit);
         let deadline = match context.remaining() {
@@ -82,7 +97,10 @@ impl Packer for ExactPacker {
         let mut offsets: Vec<Vec<u64>> = problem
             .components
             .iter()
-            .map(|component| greedy::greedy(component, &deadline))
+            .map(|component| {
+                greedy::best_start(component, problem.unit, starts)
+                    .unwrap_or_else(|| greedy::greedy(component, buffers, problem.unit, &deadline))
+            })
             .collect();
         // Heights count units: a packing at most `room / unit` units high fits. With a
         // budget, the search first aims at it (a decision problem, where pruning is
@@ -267,7 +285,12 @@ mod tests {
             context: &context,
         };
         let component = &problem.components[0];
-        let start = component.height(&greedy::greedy(component, &no_deadline)) * problem.unit;
+        let start = component.height(&greedy::greedy(
+            component,
+            &buffers,
+            problem.unit,
+            &no_deadline,
+        )) * problem.unit;
         assert!(start > 1 << 20, "the greedy start is above the optimum");
         let pack_with = |techniques: Techniques, limit: Duration| {
             let packing = ExactPacker::new(limit)
@@ -385,7 +408,9 @@ mod tests {
         let greedy_height = problem
             .components
             .iter()
-            .map(|c| c.height(&greedy::greedy(c, &no_deadline)) * problem.unit)
+            .map(|c| {
+                c.height(&greedy::greedy(c, &buffers, problem.unit, &no_deadline)) * problem.unit
+            })
             .max()
             .expect("one component");
         assert!(packing.height <= greedy_height);
