@@ -55,6 +55,10 @@ pub struct Techniques {
     /// `restarts`: short tight searches in seeded shuffled orders with Luby budgets, which
     /// cut the heavy tail of the search time.
     pub restarts: bool,
+    /// `raised_restarts`: every other restart aims between the bound and the best height
+    /// (moving its aim as bisection does) instead of at the bound: where the bound is far
+    /// below the optimum (MiniMalloc's J), restarts at the bound never succeed.
+    pub raised_restarts: bool,
     /// `merged_restarts`: one restart in three searches a merged instance (buffers glued
     /// where their sizes say they were cut from one piece, [`crate::merge`]).
     pub merged_restarts: bool,
@@ -73,18 +77,20 @@ impl Techniques {
         descents: true,
         mirrored: true,
         restarts: true,
+        raised_restarts: true,
         merged_restarts: true,
         band_splits: true,
         bisection: true,
     };
 
     /// The option names, each with its switch.
-    fn switches(&mut self) -> [(&'static str, &mut bool); 7] {
+    fn switches(&mut self) -> [(&'static str, &mut bool); 8] {
         [
             ("tight_searches", &mut self.tight_searches),
             ("descents", &mut self.descents),
             ("mirrored", &mut self.mirrored),
             ("restarts", &mut self.restarts),
+            ("raised_restarts", &mut self.raised_restarts),
             ("merged_restarts", &mut self.merged_restarts),
             ("band_splits", &mut self.band_splits),
             ("bisection", &mut self.bisection),

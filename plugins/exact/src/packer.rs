@@ -301,11 +301,12 @@ mod tests {
             assert!(packing.height <= start, "{techniques:?}: {}", packing.note);
             packing
         };
-        let switches: [fn(&mut Techniques) -> &mut bool; 7] = [
+        let switches: [fn(&mut Techniques) -> &mut bool; 8] = [
             |t| &mut t.tight_searches,
             |t| &mut t.descents,
             |t| &mut t.mirrored,
             |t| &mut t.restarts,
+            |t| &mut t.raised_restarts,
             |t| &mut t.merged_restarts,
             |t| &mut t.band_splits,
             |t| &mut t.bisection,

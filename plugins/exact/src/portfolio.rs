@@ -121,6 +121,7 @@ pub struct PortfolioPacker {
 const SECOND_SEARCH: Techniques = Techniques {
     tight_searches: false,
     descents: false,
+    raised_restarts: false,
     ..Techniques::ALL
 };
 
