@@ -7,12 +7,15 @@
 //! capped just below the best height, in each [`Order`] and on the component and its mirror
 //! image in time. Jobs take turns in rounds with node budgets doubling every round, so no
 //! search and no component starves the others. In its turn a job runs, in this order:
-//! 1. its persistent searches, each with the round's budget;
+//! 1. its persistent searches, each with a quarter of the round's budget
+//!    ([`PERSISTENT_SLOWDOWN`]);
 //! 2. *band splits* ([`crate::bands`]), while the component must tile every column up to
 //!    the target exactly;
 //! 3. *bisection*: fresh searches capped between the target and the best height;
 //! 4. *restarts*: short tight searches in seeded shuffled orders with Luby budgets, one in
-//!    [`MERGED_EVERY`] on a *merged* instance ([`crate::merge`]).
+//!    [`MERGED_EVERY`] on a *merged* instance ([`crate::merge`]); every other one *raised*:
+//!    capped between the target and the best height, its aim moving down after a success
+//!    and up after [`RAISED_TRIES`] failures, as bisection's does.
 //!
 //! Each technique has a switch ([`Techniques`], the planner's options), so that each can be
 //! turned off and measured. A job where no switched-on technique can run any more is dropped.
