@@ -122,6 +122,7 @@ const SECOND_SEARCH: Techniques = Techniques {
     tight_searches: false,
     descents: false,
     raised_restarts: false,
+    bisection: false,
     ..Techniques::ALL
 };
 
