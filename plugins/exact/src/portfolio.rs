@@ -151,20 +151,18 @@ impl Packer for PortfolioPacker {
         let bound = arena_lower_bound(buffers);
         let deadline = self.exact.deadline();
         let greedy = self.greedy_candidates(buffers, bound, deadline, context)?;
-        let (winner, _) = greedy
+        // The lowest candidate, the first of equal ones.
+        let (candidate, lowest) = greedy
             .iter()
             .min_by_key(|(candidate, packing)| (packing.height, *candidate))
             .expect("at least one greedy candidate");
-        let (order, fit, name) = GREEDY[*winner];
-        let mut packing = greedy[greedy
-            .iter()
-            .position(|(candidate, _)| candidate == winner)
-            .expect("the winner")]
-        .1
-        .clone();
+        let (order, fit, name) = GREEDY[*candidate];
+        let mut packing = lowest.clone();
         let mut winner = name.to_string();
         let mut search_note = None;
-        if packing.height > bound && buffers.len() <= EXACT_MAX_BUFFERS && !context.should_stop() {
+        // The search's setup alone takes time on large arenas: not begun once time is up.
+        let time_left = !context.should_stop() && Instant::now() < deadline;
+        if packing.height > bound && buffers.len() <= EXACT_MAX_BUFFERS && time_left {
             // Exact starts from the greedy packings made above, as it would make them alone.
             let starts: Vec<Vec<u64>> = greedy
                 .into_iter()
@@ -448,11 +446,112 @@ mod tests {
     use super::*;
     use memplan_planner_kit::pack_greedy;
     use memplan_planner_kit::testing::{
-        assert_valid_packing, buffer, rectangle_cut, tflm_greedy_medium,
+        assert_valid_packing, buffer, generated_instance, read_minimalloc, rectangle_cut,
+        tflm_greedy_medium,
     };
 
     fn packer(seconds: f64) -> PortfolioPacker {
         PortfolioPacker::new(Duration::from_secs_f64(seconds))
+    }
+
+    /// MiniMalloc's A-K and generated instances of each shape the portfolio meets: cuts
+    /// (above and below [`CLIMB_FROM`], so with and without climbing), model-like and
+    /// compiler-like traces.
+    fn member_instances() -> Vec<(String, Vec<Buffer>)> {
+        let folder =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/minimalloc");
+        let mut instances: Vec<(String, Vec<Buffer>)> = ('A'..='K')
+            .map(|letter| {
+                let path = folder.join(format!("{letter}.1048576.csv"));
+                let buffers = read_minimalloc(&path).expect("MiniMalloc's A-K are in tests/data");
+                (letter.to_string(), buffers)
+            })
+            .collect();
+        for spec in [
+            "cut:200:1",
+            "cut:1200:2",
+            "model:300",
+            // Climbing this one for the whole budget stays above the bound, which the
+            // search reaches in milliseconds (the portfolio used to climb first).
+            "model:1042:2",
+            "compiler:600",
+            "compiler:2000",
+        ] {
+            let buffers = generated_instance(spec)
+                .expect("a generator spec")
+                .expect("a valid spec");
+            instances.push((spec.to_string(), buffers));
+        }
+        instances
+    }
+
+    #[test]
+    fn the_portfolio_is_never_worse_than_any_member_alone() {
+        // Short enough that a member run first would leave the others nothing (climbing
+        // model:1042:2 takes longer, while the search proves its bound in a tenth of it).
+        const BUDGET: Duration = Duration::from_millis(300);
+        let context = HostContext::detached();
+        for (name, buffers) in member_instances() {
+            let portfolio = PortfolioPacker::new(BUDGET)
+                .pack(&buffers, &context)
+                .expect("packs");
+            assert_valid_packing(&buffers, &portfolio);
+            let height = portfolio.height;
+            // Greedy candidates are deterministic: compared exactly.
+            for (order, fit, candidate) in GREEDY {
+                let alone = pack_greedy(&buffers, order, fit).height;
+                assert!(
+                    height <= alone,
+                    "{name}: {height} above {candidate}'s {alone}"
+                );
+            }
+            // The search depends on the clock only through where it stops: its searches
+            // take turns by node counts, so it only gets lower with time. The portfolio
+            // runs it from the same start on its own core for the whole budget, so it is no
+            // higher than the search alone with a tenth of it (a margin for a busy machine,
+            // where the portfolio's two threads and the tests beside it share two cores).
+            let exact = ExactPacker::new(BUDGET / 10)
+                .pack(&buffers, &context)
+                .expect("packs");
+            assert!(
+                height <= exact.height,
+                "{name}: {height} above exact's {} ({})",
+                exact.height,
+                exact.note
+            );
+        }
+    }
+
+    #[test]
+    fn the_portfolio_is_never_worse_than_hill_climbing_alone() {
+        let context = HostContext::detached();
+        for (name, buffers) in member_instances() {
+            if buffers.len() < CLIMB_FROM {
+                continue;
+            }
+            // Hill climbing is deterministic (a fixed number of moves from a seeded
+            // generator), run to its end here; the portfolio gets time enough to end it too
+            // beside the search, which stops it early only by reaching the bound.
+            let started = Instant::now();
+            let (order, fit, _) = GREEDY
+                .into_iter()
+                .min_by_key(|&(order, fit, _)| pack_greedy(&buffers, order, fit).height)
+                .expect("candidates");
+            let steps = (CLIMB_WORK / buffers.len()).min(CLIMB_MAX_STEPS);
+            let bound = arena_lower_bound(&buffers);
+            let climbed = climb(&buffers, order, fit, bound, steps, &|| false)
+                .expect("not stopped")
+                .height;
+            let budget = (started.elapsed() * 5).max(Duration::from_secs(1));
+            let portfolio = PortfolioPacker::new(budget)
+                .pack(&buffers, &context)
+                .expect("packs");
+            let height = portfolio.height;
+            assert!(
+                height <= climbed,
+                "{name}: {height} above climbing's {climbed}"
+            );
+        }
     }
 
     #[test]
