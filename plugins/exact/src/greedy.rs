@@ -32,7 +32,7 @@ pub fn greedy(
     members.sort_unstable();
     let own: Vec<Buffer> = members
         .iter()
-        .map(|&index| buffers[index].clone())
+        .map(|&index| buffers[index])
         .collect();
     let stop = || deadline.passed();
     let mut packings: Vec<Vec<u64>> = Vec::new();
