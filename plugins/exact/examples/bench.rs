@@ -39,7 +39,7 @@ fn greedy_height(buffers: &[Buffer]) -> u64 {
         .map(|component| {
             component.height(&greedy::greedy(
                 component,
-                &buffers,
+                buffers,
                 problem.unit,
                 &no_deadline,
             )) * problem.unit
