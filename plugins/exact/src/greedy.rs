@@ -30,10 +30,7 @@ pub fn greedy(
 ) -> Vec<u64> {
     let mut members: Vec<usize> = component.items.iter().map(|item| item.buffer).collect();
     members.sort_unstable();
-    let own: Vec<Buffer> = members
-        .iter()
-        .map(|&index| buffers[index])
-        .collect();
+    let own: Vec<Buffer> = members.iter().map(|&index| buffers[index]).collect();
     let stop = || deadline.passed();
     let mut packings: Vec<Vec<u64>> = Vec::new();
     'orders: for (_, order) in Order::ALL {

@@ -7,8 +7,8 @@
 //! capped just below the best height, in each [`Order`] and on the component and its mirror
 //! image in time. Jobs take turns in rounds with node budgets doubling every round, so no
 //! search and no component starves the others. In its turn a job runs, in this order:
-//! 1. its persistent searches, each with a quarter of the round's budget
-//!    ([`PERSISTENT_SLOWDOWN`]);
+//! 1. its persistent searches, each with a quarter of the round's budget but at least the
+//!    first round's ([`PERSISTENT_SLOWDOWN`]);
 //! 2. *band splits* ([`crate::bands`]), while the component must tile every column up to
 //!    the target exactly;
 //! 3. *bisection*: fresh searches capped between the target and the best height;
@@ -44,9 +44,11 @@ pub const MERGED_EVERY: u64 = 3;
 const BANDS_SHARE: u64 = 256;
 /// The bisection cap comes at most this close to the best height: the gap over 2^shift.
 const BISECTION_SHIFT_MAX: u32 = 10;
-/// Persistent searches get the round's budget over this: twelve of them per component
-/// otherwise take most of every round, while restarts and bisection find the lower
-/// packings first (MiniMalloc's D with 1 s: 1.047 -> 1.030 x the bound; J: 1.078 -> 1.054).
+/// Persistent searches get the round's budget over this, but never less than the first
+/// round's: twelve of them per component otherwise take most of every round, while restarts
+/// and bisection find the lower packings first (MiniMalloc's D with 1 s: 1.047 -> 1.030 x
+/// the bound; J: 1.078 -> 1.054); the first rounds stay whole, where a tight search proves
+/// easy instances in a few thousand nodes.
 const PERSISTENT_SLOWDOWN: u64 = 4;
 /// Raised restarts without a packing before their cap moves up.
 const RAISED_TRIES: u32 = 8;
@@ -319,7 +321,10 @@ impl<'a> Scheduler<'a, '_, '_> {
             turn = Turn::Ran;
             search.lower_cap(self.heights[index] - 1);
             search.set_stop_at(self.done_at());
-            let end = search.run((budget / PERSISTENT_SLOWDOWN).max(1), self.deadline);
+            let end = search.run(
+                (budget / PERSISTENT_SLOWDOWN).max(FIRST_BUDGET),
+                self.deadline,
+            );
             self.adopt(index, search);
             match end {
                 End::Stopped => return Turn::Stopped,
