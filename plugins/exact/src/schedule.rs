@@ -49,9 +49,9 @@ const BISECTION_SHIFT_MAX: u32 = 10;
 /// and bisection find the lower packings first (MiniMalloc's D with 1 s: 1.047 -> 1.030 x
 /// the bound; J: 1.078 -> 1.054); the first rounds stay whole, where a tight search proves
 /// easy instances in a few thousand nodes.
-const PERSISTENT_SLOWDOWN: u64 = 4;
+pub const PERSISTENT_SLOWDOWN: u64 = 4;
 /// Raised restarts without a packing before their cap moves up.
-const RAISED_TRIES: u32 = 8;
+pub const RAISED_TRIES: u32 = 8;
 /// Bisection searches per component and round, each with the round's node budget.
 const BISECTIONS_PER_ROUND: usize = 4;
 
