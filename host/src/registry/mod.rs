@@ -41,7 +41,8 @@ use memplan_plugin_api::{MemoryPlan, PlanRequest, PlannerEntry};
 
 use crate::error::{Error, Result};
 use crate::runner::{
-    isolate, plan_in_worker, run, run_planner, Isolation, RunLimits, WorkerCode, WorkerJob,
+    isolate, plan_in_worker, run, run_planner, Isolation, PlannerFn, RunLimits, WorkerCode,
+    WorkerJob,
 };
 pub use load::{open_module, DeferredPlugin, LoadFailure, PluginFile};
 pub use search::{candidate_files, executable_dir, search_path, PLUGIN_PATH_VAR};
@@ -205,7 +206,7 @@ impl PlannerHandle {
     pub fn run(&self, request: &PlanRequest, limits: &RunLimits) -> Result<MemoryPlan> {
         let origin = self.source.to_string();
         let entry = match &self.code {
-            PlannerCode::Loaded(entry) => *entry,
+            PlannerCode::Loaded(entry) => PlannerFn::Rust(*entry),
             PlannerCode::Deferred(plugin) => {
                 tracing::debug!(
                     "loading {} into memplan's process for planner `{}`",
@@ -228,7 +229,7 @@ impl PlannerHandle {
         let origin = self.source.to_string();
         let limits = limits.for_worker();
         let load = |load_path: &Path| match &self.code {
-            PlannerCode::Loaded(entry) => Ok(*entry),
+            PlannerCode::Loaded(entry) => Ok(PlannerFn::Rust(*entry)),
             PlannerCode::Deferred(plugin) => plugin.load_planner(load_path, &self.name),
         };
         let code = match &self.code {
@@ -592,7 +593,7 @@ impl Registry {
             }
             return;
         };
-        if let Some(reason) = load::abi_mismatch(&manifest) {
+        if let Some(reason) = load::manifest_refusal(&manifest) {
             tracing::warn!("{}: rejected: {reason}", path.display());
             self.rejected.push(Rejected { path, reason });
             return;
