@@ -228,7 +228,8 @@ mod tests {
     #[test]
     fn c_manifests_name_the_c_abi_and_each_entry_function() {
         // What MEMPLAN_MANIFEST of memplan_planner.h writes, with the C string's final NUL.
-        let section = b"memplan-planners/2\nc 1.0\nc-first-fit\t1.2.0\tfirst fit\tfirst_fit_pack\n\0";
+        let section =
+            b"memplan-planners/2\nc 1.0\nc-first-fit\t1.2.0\tfirst fit\tfirst_fit_pack\n\0";
         let manifest = parse_manifest(section).unwrap();
         assert_eq!(manifest.interface, PlannerInterface::C);
         assert_eq!(manifest.abi_version.as_deref(), Some("1.0"));

@@ -22,7 +22,9 @@ use memplan_planner_kit::{plan_with_packer, Buffer, Packer, Packing};
 use memplan_plugin_api::c_abi::{
     self, log_level, status, CBuffer, CHost, CPackFn, CPackRequest, CPackResult,
 };
-use memplan_plugin_api::{HostContext, LogLevel, MemoryPlan, PlanError, PlanErrorKind, PlanRequest};
+use memplan_plugin_api::{
+    HostContext, LogLevel, MemoryPlan, PlanError, PlanErrorKind, PlanRequest,
+};
 
 /// A C planner's packer, found in its loaded library by the symbol its manifest names.
 #[derive(Clone, Copy, Debug)]
@@ -86,7 +88,11 @@ fn call_state<'a>(state: *mut c_void) -> &'a CallState<'a> {
 /// null pointer.
 fn text_of(text: *const c_char) -> Option<String> {
     // SAFETY: the header requires a NUL-terminated string valid during the callback.
-    (!text.is_null()).then(|| unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned())
+    (!text.is_null()).then(|| {
+        unsafe { CStr::from_ptr(text) }
+            .to_string_lossy()
+            .into_owned()
+    })
 }
 
 extern "C" fn c_log(state: *mut c_void, level: i32, message: *const c_char) {
@@ -110,9 +116,8 @@ extern "C" fn c_should_stop(state: *mut c_void) -> i32 {
 extern "C" fn c_remaining_ms(state: *mut c_void) -> u64 {
     match call_state(state).context.remaining() {
         // Never NO_DEADLINE for a real deadline.
-        Some(left) => u64::try_from(left.as_millis()).map_or(c_abi::NO_DEADLINE - 1, |ms| {
-            ms.min(c_abi::NO_DEADLINE - 1)
-        }),
+        Some(left) => u64::try_from(left.as_millis())
+            .map_or(c_abi::NO_DEADLINE - 1, |ms| ms.min(c_abi::NO_DEADLINE - 1)),
         None => c_abi::NO_DEADLINE,
     }
 }
@@ -199,24 +204,25 @@ fn answer(
     error: Option<String>,
     note: String,
 ) -> Result<Packing, PlanError> {
-    let kind = match returned {
-        status::OK => None,
-        status::DOES_NOT_FIT => Some(PlanErrorKind::DoesNotFit),
-        status::INVALID_REQUEST => Some(PlanErrorKind::InvalidRequest),
-        status::CANCELLED => Some(PlanErrorKind::Cancelled),
-        status::FAILED => Some(PlanErrorKind::Failed),
-        unknown => {
-            return Err(PlanError::new(
-                PlanErrorKind::Failed,
-                format!(
+    let kind =
+        match returned {
+            status::OK => None,
+            status::DOES_NOT_FIT => Some(PlanErrorKind::DoesNotFit),
+            status::INVALID_REQUEST => Some(PlanErrorKind::InvalidRequest),
+            status::CANCELLED => Some(PlanErrorKind::Cancelled),
+            status::FAILED => Some(PlanErrorKind::Failed),
+            unknown => {
+                return Err(PlanError::new(
+                    PlanErrorKind::Failed,
+                    format!(
                     "the packer returned status {unknown}, which is none of memplan_planner.h's \
                      (MEMPLAN_OK, MEMPLAN_DOES_NOT_FIT, MEMPLAN_INVALID_REQUEST, \
                      MEMPLAN_CANCELLED, MEMPLAN_FAILED){}",
                     error.map(|message| format!(": {message}")).unwrap_or_default()
                 ),
-            ))
-        }
-    };
+                ))
+            }
+        };
     if let Some(kind) = kind {
         let message = error.unwrap_or_else(|| {
             "the packer gave no message (it should call set_error before it fails)".to_string()
@@ -293,8 +299,8 @@ mod tests {
     /// Fails with a message built on its stack.
     unsafe extern "C" fn refusing(request: *const CPackRequest, _: *mut CPackResult) -> i32 {
         let host = &*(*request).host;
-        let message = CString::new(format!("{} buffers is too many", (*request).buffer_count))
-            .unwrap();
+        let message =
+            CString::new(format!("{} buffers is too many", (*request).buffer_count)).unwrap();
         (host.set_error)(host.state, message.as_ptr());
         status::DOES_NOT_FIT
     }
@@ -329,9 +335,20 @@ mod tests {
         let error = answer(7, 2, vec![0, 16], &bufs, None, String::new()).unwrap_err();
         assert!(error.message.contains("status 7"), "{}", error.message);
         let error = answer(status::OK, 3, vec![0, 16], &bufs, None, String::new()).unwrap_err();
-        assert!(error.message.contains("wrote 3 offsets"), "{}", error.message);
-        let error =
-            answer(status::OK, 2, vec![0, u64::MAX - 1], &bufs, None, String::new()).unwrap_err();
+        assert!(
+            error.message.contains("wrote 3 offsets"),
+            "{}",
+            error.message
+        );
+        let error = answer(
+            status::OK,
+            2,
+            vec![0, u64::MAX - 1],
+            &bufs,
+            None,
+            String::new(),
+        )
+        .unwrap_err();
         assert!(error.message.contains("past 64 bits"), "{}", error.message);
         let error = answer(status::FAILED, 0, vec![0, 0], &bufs, None, String::new()).unwrap_err();
         assert_eq!(error.kind, PlanErrorKind::Failed);

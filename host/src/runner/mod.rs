@@ -22,6 +22,6 @@ pub mod stdout;
 pub mod threads;
 pub mod workdir;
 
-pub use isolate::{plan_in_worker, Isolation, WorkerCode, WorkerJob, WorkerReply};
 pub use c_packer::CPlanner;
+pub use isolate::{plan_in_worker, Isolation, WorkerCode, WorkerJob, WorkerReply};
 pub use run::{call_planner, run_planner, PlannerFn, RunLimits};

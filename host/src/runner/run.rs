@@ -39,9 +39,9 @@ impl PlannerFn {
             // The kit's passes around a C packer are memplan's code, but a panic in them on a
             // packer's answer is still this planner's failure: reported as a Rust planner's
             // panic is (its entry point catches them).
-            PlannerFn::C(planner) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(
-                || planner.plan(request, context),
-            ))
+            PlannerFn::C(planner) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                planner.plan(request, context)
+            }))
             .unwrap_or_else(|payload| {
                 let message = payload
                     .downcast_ref::<&str>()
