@@ -7,8 +7,9 @@
 //! `--options` takes the planner's options, e.g. `'{"bisection": false}'` to measure what one
 //! search technique brings (see `Techniques`); `--time` overrides its `time_limit_s`.
 //!
-//! An INSTANCE is a MiniMalloc CSV file (half-open lifetimes) or `cut:PIECES[:SEED[:STEPS]]`,
-//! a 2^20-byte x STEPS (default 1000) rectangle cut into PIECES buffers (optimum = its width). One line per instance: buffers,
+//! An INSTANCE is a MiniMalloc CSV file (half-open lifetimes) or a generator spec of the kit's
+//! `testing::generated_instance` (e.g. `cut:PIECES[:SEED[:STEPS]]`, a 2^20-byte x STEPS
+//! rectangle cut into PIECES buffers whose optimum is its width, or `compiler:N[:SEED]`). One line per instance: buffers,
 //! lower bound, greedy height, exact height, time, and the packer's note.
 
 use std::time::{Duration, Instant};
@@ -16,31 +17,13 @@ use std::time::{Duration, Instant};
 use memplan_planner_exact::problem::Problem;
 use memplan_planner_exact::search::Deadline;
 use memplan_planner_exact::{greedy, ExactOptions, ExactPacker};
-use memplan_planner_kit::testing::{read_minimalloc, rectangle_cut};
+use memplan_planner_kit::testing::{generated_instance, read_minimalloc};
 use memplan_planner_kit::{arena_lower_bound, Buffer, Packer};
 use memplan_plugin_api::HostContext;
 
-/// Width and steps of the cut rectangles.
-const CUT_WIDTH: u64 = 1 << 20;
-const CUT_STEPS: u64 = 1000;
-
+/// A generator spec (the kit's `generated_instance`) or a MiniMalloc CSV file.
 fn load(instance: &str) -> Result<Vec<Buffer>, String> {
-    if let Some(spec) = instance.strip_prefix("cut:") {
-        let mut parts = spec.split(':').map(str::parse::<u64>);
-        let pieces = parts
-            .next()
-            .and_then(Result::ok)
-            .ok_or("cut:PIECES[:SEED[:STEPS]]")?;
-        let seed = parts.next().and_then(Result::ok).unwrap_or(1);
-        let steps = parts.next().and_then(Result::ok).unwrap_or(CUT_STEPS);
-        return Ok(rectangle_cut(
-            CUT_WIDTH,
-            steps as u32,
-            pieces as usize,
-            seed,
-        ));
-    }
-    read_minimalloc(instance.as_ref())
+    generated_instance(instance).unwrap_or_else(|| read_minimalloc(instance.as_ref()))
 }
 
 fn greedy_height(buffers: &[Buffer]) -> u64 {
