@@ -19,6 +19,12 @@
 //! - files that are not memplan plugins are skipped; files that are, but cannot be used
 //!   (wrong ABI, cannot be opened), are kept as [`Rejected`] with a one-line reason.
 //!
+//! A file's manifest also says which interface its planners are built against: the Rust plugin
+//! ABI (abi_stable, `export_planners!`), or the C interface of `memplan_planner.h`, whose
+//! planners are packers the planner kit runs ([`crate::runner::c_packer`]). Both are found,
+//! trusted, pinned, listed and run through the same paths; only loading differs
+//! ([`load`]).
+//!
 //! Before the loader sees a file, [`trust`] opens, permission-checks and hashes it under the
 //! user's [`TrustPolicy`]: insecure files are rejected, and when every selected planner is
 //! pinned to a SHA-256, files with other hashes are not loaded at all. A pinned planner found
@@ -215,7 +221,7 @@ impl PlannerHandle {
     /// failures map onto exit codes).
     pub fn run(&self, request: &PlanRequest, limits: &RunLimits) -> Result<MemoryPlan> {
         let origin = self.source.to_string();
-        let entry = match &self.code {
+        let code = match &self.code {
             PlannerCode::Loaded(entry) => PlannerFn::Rust(*entry),
             PlannerCode::Deferred(plugin) => {
                 tracing::debug!(
@@ -228,7 +234,7 @@ impl PlannerHandle {
                     .map_err(|reason| self.load_failure(&reason))?
             }
         };
-        run_planner(&self.name, &origin, &entry, request, limits)
+        run_planner(&self.name, &origin, &code, request, limits)
     }
 
     /// Runs this planner in a sandboxed worker process (`--isolate`, see [`isolate`]), with
