@@ -405,6 +405,7 @@ fn memplan_planners_lists_c_planners_and_refuses_another_c_abi_by_its_manifest()
         assert_eq!(planner["path"], path.display().to_string());
         assert_eq!(planner["sha256"], sha256_of(&path));
         assert_eq!(planner["shipped"], false);
+        assert_eq!(planner["interface"], "c");
     }
     let rejected = listing["rejected"].as_array().unwrap();
     let future = built().future.join("libc_future_abi.so");

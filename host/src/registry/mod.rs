@@ -43,6 +43,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use memplan_plugin_api::manifest::PlannerInterface;
 use memplan_plugin_api::{MemoryPlan, PlanRequest, PlannerEntry};
 
 use crate::error::{Error, Result};
@@ -106,6 +107,9 @@ pub struct PlannerHandle {
     pub version: String,
     pub description: String,
     pub source: PlannerSource,
+    /// What the planner is built against: the Rust plugin ABI, or the C interface of
+    /// `memplan_planner.h` (from its file's manifest).
+    pub interface: PlannerInterface,
     code: PlannerCode,
 }
 
@@ -127,6 +131,7 @@ impl PlannerHandle {
             version: entry.version.as_str().to_string(),
             description: entry.description.as_str().to_string(),
             source: PlannerSource::BuiltIn,
+            interface: PlannerInterface::Rust,
             code: PlannerCode::Loaded(entry),
         }
     }
@@ -153,6 +158,7 @@ impl PlannerHandle {
         file: Arc<PluginFile>,
         plugin: Arc<DeferredPlugin>,
     ) -> PlannerHandle {
+        let interface = plugin.manifest().interface;
         let unknown = |text: &str| {
             if text.is_empty() {
                 "?".to_string()
@@ -165,6 +171,7 @@ impl PlannerHandle {
             version: unknown(&declared.version),
             description: unknown(&declared.description),
             source: PlannerSource::File(file),
+            interface,
             code: PlannerCode::Deferred(plugin),
         }
     }
