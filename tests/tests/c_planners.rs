@@ -441,6 +441,58 @@ fn a_c_planner_is_pinned_by_its_files_sha256_like_a_rust_one() {
     assert!(message.contains("pinned to SHA-256 0000"), "{message}");
 }
 
+#[test]
+fn a_c_planner_file_others_could_replace_is_refused_like_a_rust_one() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp_dir("c-insecure");
+    let file = dir.join("libc_first_fit.so");
+    std::fs::copy(c_planners().join("libc_first_fit.so"), &file).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let message = failed_with(&plan_tiny("c-first-fit", &dir, &[]), 4);
+    assert!(
+        message.contains("no planner named `c-first-fit`")
+            && message.contains("is writable by group and others (mode 666)"),
+        "{message}"
+    );
+}
+
+#[test]
+fn the_cmake_build_of_the_examples_installs_planners_memplan_runs() {
+    let cmake = std::env::var("MEMPLAN_CMAKE").unwrap_or_else(|_| "cmake".to_string());
+    if !available(&cmake) {
+        eprintln!("cmake is not installed (or MEMPLAN_CMAKE does not name it): skipping");
+        return;
+    }
+    let build = temp_dir("c-cmake-build");
+    let prefix = temp_dir("c-cmake-prefix");
+    let source = workspace_root().join("examples").join("c-planner");
+    for args in [
+        vec![
+            "-S".into(),
+            source.display().to_string(),
+            "-B".into(),
+            build.display().to_string(),
+            "-DCMAKE_BUILD_TYPE=Release".into(),
+        ],
+        vec!["--build".into(), build.display().to_string()],
+        vec![
+            "--install".into(),
+            build.display().to_string(),
+            "--prefix".into(),
+            prefix.display().to_string(),
+        ],
+    ] {
+        let mut command = Command::new(&cmake);
+        command.args(&args);
+        compile(command);
+    }
+    let installed = prefix.join("lib").join("memplan").join("plugins");
+    for planner in ["c-first-fit", "cpp-best-fit"] {
+        let output = plan_tiny(planner, &installed, &[]);
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    }
+}
+
 /// `memplan plan` on the tiny model with C planner `name`, sandboxed or in process.
 fn plan_c(name: &str, isolated: bool, extra: &[&str]) -> Output {
     let mut args = vec![if isolated {
