@@ -55,8 +55,8 @@ pub struct Techniques {
     /// `restarts`: short tight searches in seeded shuffled orders with Luby budgets, which
     /// cut the heavy tail of the search time.
     pub restarts: bool,
-    /// `raised_restarts`: every other restart aims between the bound and the best height
-    /// (moving its aim as bisection does) instead of at the bound: where the bound is far
+    /// `raised_restarts`: more restarts, aiming between the bound and the best height
+    /// (moving their aim as bisection does) instead of at the bound: where the bound is far
     /// below the optimum (MiniMalloc's J), restarts at the bound never succeed.
     pub raised_restarts: bool,
     /// `merged_restarts`: one restart in three searches a merged instance (buffers glued

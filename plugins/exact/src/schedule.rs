@@ -13,9 +13,9 @@
 //!    the target exactly;
 //! 3. *bisection*: fresh searches capped between the target and the best height;
 //! 4. *restarts*: short tight searches in seeded shuffled orders with Luby budgets, one in
-//!    [`MERGED_EVERY`] on a *merged* instance ([`crate::merge`]); every other one *raised*:
-//!    capped between the target and the best height, its aim moving down after a success
-//!    and up after [`RAISED_TRIES`] failures, as bisection's does.
+//!    [`MERGED_EVERY`] on a *merged* instance ([`crate::merge`]);
+//! 5. *raised restarts*: the same, capped between the target and the best height, the cap
+//!    moving down after a success and up after [`RAISED_TRIES`] failures, as bisection's.
 //!
 //! Each technique has a switch ([`Techniques`], the planner's options), so that each can be
 //! turned off and measured. A job where no switched-on technique can run any more is dropped.
@@ -50,6 +50,10 @@ const BISECTION_SHIFT_MAX: u32 = 10;
 /// the bound; J: 1.078 -> 1.054); the first rounds stay whole, where a tight search proves
 /// easy instances in a few thousand nodes.
 pub const PERSISTENT_SLOWDOWN: u64 = 4;
+/// Raised restarts per round get this many times the budget of one persistent search.
+const RAISED_SHARE: u64 = 2;
+/// Mixed into the raised restarts' seeds, so that their orders differ from the restarts'.
+const RAISED_SEEDS: u64 = 0x5a15_ed00_0000_0000;
 /// Raised restarts without a packing before their cap moves up.
 pub const RAISED_TRIES: u32 = 8;
 /// Bisection searches per component and round, each with the round's node budget.
@@ -114,6 +118,7 @@ pub fn improve(
         enough,
         nodes: 0,
         restarts: 0,
+        raised: 0,
         deadline,
         techniques,
     };
@@ -131,6 +136,7 @@ pub fn improve(
                 Scheduler::split_bands,
                 Scheduler::bisect,
                 Scheduler::restart,
+                Scheduler::raised_restart,
             ] {
                 match technique(&mut scheduler, job, budget) {
                     Turn::Stopped => break 'rounds,
@@ -230,6 +236,8 @@ struct Scheduler<'a, 'o, 'd> {
     nodes: u64,
     /// Restarts so far, over every component: seeds their orders and Luby lengths.
     restarts: u64,
+    /// Raised restarts so far, likewise.
+    raised: u64,
     deadline: Deadline<'d>,
     techniques: Techniques,
 }
@@ -440,14 +448,6 @@ impl<'a> Scheduler<'a, '_, '_> {
             self.restarts += 1;
             let restarts = self.restarts;
             let deadline = self.deadline;
-            // Every other restart aims between the bound and the best height instead (see
-            // `raised_cap`): where the bound is far below the optimum, restarts at the bound
-            // never succeed, and these lower the best height as bisection does.
-            let raised_cap = if self.techniques.raised_restarts && restarts % 2 == 0 {
-                self.raised_cap(job, index)
-            } else {
-                None
-            };
             // Every third restart searches merged blocks instead ([`crate::merge`]): a
             // heuristic, so its exhaustion proves nothing about the buffers, only that this
             // variant of the blocks is not worth more restarts.
@@ -460,27 +460,24 @@ impl<'a> Scheduler<'a, '_, '_> {
                 None
             };
             let done_at = self.done_at();
-            let raised = raised_cap.filter(|_| merged.is_none());
-            let aim = raised.unwrap_or(done_at);
             let mut restart = match merged {
                 Some((blocks, order, branching)) => {
                     Search::new(&blocks.component, order, done_at, done_at)
                         .with_branching(branching)
                 }
                 None => Search::new(
-                    self.direction(index, restarts % 4 >= 2),
+                    self.direction(index, restarts % 2 == 1),
                     Order::Shuffled(restarts),
-                    aim,
-                    aim,
+                    done_at,
+                    done_at,
                 )
-                .with_branching(if restarts % 8 < 4 {
+                .with_branching(if restarts % 4 < 2 {
                     Branching::Leftmost
                 } else {
                     Branching::FewestChildren
                 }),
             };
             let end = restart.run(RESTART_UNIT * luby(restarts), deadline);
-            let raised_found = raised.map(|_| restart.best().is_some());
             spent += restart.nodes().max(1);
             self.nodes += restart.nodes();
             if let Some((found, packing)) = restart.best() {
@@ -506,8 +503,56 @@ impl<'a> Scheduler<'a, '_, '_> {
                 End::Stopped => return Turn::Stopped,
                 _ => {}
             }
-            if let Some(found) = raised_found {
-                job.raised_fit(found);
+        }
+        turn
+    }
+
+    /// Raised restarts: like [`Scheduler::restart`]'s, but each capped between the target
+    /// and the best height ([`Scheduler::raised_cap`]), with their own seeds and a smaller
+    /// share. Where the bound is far below the optimum, restarts at the bound never
+    /// succeed, and these lower the best height as bisection does, in more orders.
+    fn raised_restart(&mut self, job: &mut Work<'a>, budget: u64) -> Turn {
+        let index = job.component;
+        let components = self.components;
+        let component = &components[index];
+        let share = if !self.techniques.raised_restarts || component.span_total() > LARGE_COMPONENT
+        {
+            0
+        } else {
+            budget * RAISED_SHARE
+        };
+        let mut spent = 0;
+        let mut turn = Turn::Idle;
+        while spent < share {
+            let Some(cap) = self.raised_cap(job, index) else {
+                break;
+            };
+            turn = Turn::Ran;
+            if self.deadline.passed() {
+                return Turn::Stopped;
+            }
+            self.raised += 1;
+            let raised = self.raised;
+            let mut restart = Search::new(
+                self.direction(index, raised % 2 == 1),
+                Order::Shuffled(RAISED_SEEDS ^ raised),
+                cap,
+                cap,
+            )
+            .with_branching(if raised % 4 < 2 {
+                Branching::Leftmost
+            } else {
+                Branching::FewestChildren
+            });
+            let end = restart.run(RESTART_UNIT * luby(raised), self.deadline);
+            spent += restart.nodes().max(1);
+            self.nodes += restart.nodes();
+            job.raised_fit(restart.best().is_some());
+            self.adopt(index, &restart);
+            match end {
+                End::Exhausted if restart.is_complete() => self.proven_above(index, restart.cap()),
+                End::Stopped => return Turn::Stopped,
+                _ => {}
             }
         }
         turn
