@@ -15,7 +15,7 @@
 //! 3. while the best is above the bound and time remains, on arenas of at most
 //!    [`EXACT_MAX_BUFFERS`] buffers, two things at once until the deadline (`time_limit_s`,
 //!    default [`DEFAULT_TIME_LIMIT`], shared by every arena of the plan; the host's
-//!    `--timeout` too), each on its own core and each stopping the other once it is done:
+//!    `--timeout` too), each on its own core:
 //!    - the `exact` branch-and-bound search (this crate), started from the packings of step
 //!      2, so that it runs exactly as planner `exact` alone would, for the whole budget;
 //!    - on arenas of [`CLIMB_FROM`] buffers or more, hill climbing over the winner's
@@ -24,6 +24,9 @@
 //!      a fixed number of packings scaled to the arena ([`CLIMB_WORK`]); on smaller arenas,
 //!      where climbing has not measured gains, a second search of restarts only
 //!      ([`SECOND_SEARCH`]), which reaches the bound of cut-like instances sooner.
+//!
+//!    The search stops the other thread when it returns; the other thread never stops the
+//!    search, so a plan finished before the deadline is the search's, deterministic.
 //!
 //! Running the members side by side rather than one after the other is what keeps the
 //! portfolio no worse than any of them alone with the same budget (on a 1,042-buffer trace,
@@ -174,19 +177,14 @@ impl Packer for PortfolioPacker {
                 .map(|(_, packing)| packing.offsets)
                 .collect();
             let climbing = buffers.len() >= CLIMB_FROM;
-            // Set when the search on this thread returns, and when the other core's work
-            // reaches the bound: each stops the other.
+            // Set when the search on this thread returns: it stops the other core's work.
             let searched_done = AtomicBool::new(false);
-            let other_at_bound = AtomicBool::new(false);
             let (searched, other) = std::thread::scope(|scope| {
                 // The other core climbs where climbing has measured gains, else it runs a
                 // second search with other techniques; either takes no time from this one.
                 let other = scope.spawn(|| {
-                    let relay = Relay {
-                        host: None,
-                        stop: &searched_done,
-                    };
-                    let context = relay.context();
+                    let flag = StopFlag(&searched_done);
+                    let context = flag.context();
                     let result = if climbing {
                         let stop = || context.should_stop() || Instant::now() >= deadline;
                         let steps = (CLIMB_WORK / buffers.len()).min(CLIMB_MAX_STEPS);
@@ -196,21 +194,13 @@ impl Packer for PortfolioPacker {
                         let searched = self.second.pack_from(buffers, room, &starts, &context);
                         Some(("exact search".to_string(), searched))
                     };
-                    if let Some((_, Ok(packing))) = &result {
-                        if packing.height <= bound {
-                            other_at_bound.store(true, Ordering::Relaxed);
-                        }
-                    }
                     result
                 });
-                // The host's context is asked on this thread only (it is not shared).
-                let relay = Relay {
-                    host: Some(context),
-                    stop: &other_at_bound,
-                };
-                let searched = self
-                    .exact
-                    .pack_from(buffers, room, &starts, &relay.context());
+                // The host's context is asked on this thread only (it is not shared). The
+                // other thread never stops this search: which of two threads gets somewhere
+                // first depends on the machine, and a plan finished before the deadline
+                // must not (planners are deterministic then).
+                let searched = self.exact.pack_from(buffers, room, &starts, context);
                 searched_done.store(true, Ordering::Relaxed);
                 let other = match other.join() {
                     Ok(other) => other,
@@ -329,42 +319,28 @@ impl PortfolioPacker {
     }
 }
 
-/// A host context for the portfolio's two threads: it asks to stop once `stop` is set or
-/// the host's context (`host`, asked only on the thread that owns it) asks, and passes log
-/// lines on to the host (or drops them). Each search then stops when the other thread's
-/// work makes it pointless, as it stops for the host.
-struct Relay<'a> {
-    host: Option<&'a HostContext>,
-    stop: &'a AtomicBool,
-}
+/// A host context for the portfolio's second thread (the host's own context is asked only
+/// on the thread that owns it): it asks to stop once the flag is set, drops log lines and
+/// has no deadline of its own.
+struct StopFlag<'a>(&'a AtomicBool);
 
-impl Relay<'_> {
+impl StopFlag<'_> {
     fn context(&self) -> HostContext {
-        extern "C" fn log(state: *const c_void, level: LogLevel, message: RStr<'_>) {
-            // SAFETY: `state` is the `Relay` the context was made from, which outlives it.
-            let relay = unsafe { &*state.cast::<Relay>() };
-            if let Some(host) = relay.host {
-                host.log(level, message.as_str());
-            }
-        }
+        extern "C" fn log(_: *const c_void, _: LogLevel, _: RStr<'_>) {}
         extern "C" fn should_stop(state: *const c_void) -> bool {
-            // SAFETY: as in `log`.
-            let relay = unsafe { &*state.cast::<Relay>() };
-            relay.stop.load(Ordering::Relaxed) || relay.host.is_some_and(HostContext::should_stop)
+            // SAFETY: `state` is the `AtomicBool` the context was made from, which outlives
+            // it (see below).
+            let flag = unsafe { &*state.cast::<AtomicBool>() };
+            flag.load(Ordering::Relaxed)
         }
-        extern "C" fn remaining_ms(state: *const c_void) -> u64 {
-            // SAFETY: as in `log`.
-            let relay = unsafe { &*state.cast::<Relay>() };
-            match relay.host.and_then(HostContext::remaining) {
-                Some(remaining) => u64::try_from(remaining.as_millis()).unwrap_or(u64::MAX - 1),
-                None => u64::MAX,
-            }
+        extern "C" fn remaining_ms(_: *const c_void) -> u64 {
+            u64::MAX
         }
-        // SAFETY: the callbacks read `self` only, and the context never outlives `self`:
-        // each is made and used within one call of `pack_within` while `self` lives.
+        // SAFETY: `should_stop` only reads the flag, and the context never outlives it: it is
+        // made and used within one call of `pack_within`, while the flag lives.
         unsafe {
             HostContext::from_host_callbacks(
-                (self as *const Relay).cast::<c_void>(),
+                (self.0 as *const AtomicBool).cast::<c_void>(),
                 log,
                 should_stop,
                 remaining_ms,
