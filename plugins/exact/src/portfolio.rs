@@ -536,6 +536,34 @@ mod tests {
     }
 
     #[test]
+    fn the_deadline_holds_after_the_first_greedy_candidate() {
+        // A cut (climbing and the search both run past any budget) and a compiler-like trace
+        // (each greedy pass takes a while): the first greedy candidate always completes,
+        // everything after it stops at the deadline.
+        let limit = Duration::from_millis(250);
+        for spec in ["cut:3000", "compiler:20000"] {
+            let buffers = generated_instance(spec)
+                .expect("a generator spec")
+                .expect("a valid spec");
+            let started = Instant::now();
+            pack_greedy(&buffers, Order::Size, Fit::Best);
+            let first_candidate = started.elapsed();
+            let started = Instant::now();
+            let packing = PortfolioPacker::new(limit)
+                .pack(&buffers, &HostContext::detached())
+                .expect("packs");
+            let elapsed = started.elapsed();
+            // Generous: the limit, its 10 % and 50 ms, one greedy pass and a busy machine.
+            let allowed = limit.mul_f64(1.1) + Duration::from_millis(50) + first_candidate * 2;
+            assert!(
+                elapsed <= allowed + Duration::from_millis(500),
+                "{spec}: {elapsed:?} with a limit of {limit:?} ({})",
+                packing.note
+            );
+        }
+    }
+
+    #[test]
     fn hill_climbing_keeps_only_moves_that_do_not_raise_the_packing() {
         let buffers = rectangle_cut(1 << 20, 200, 600, 1);
         let start = pack_greedy(&buffers, Order::Size, Fit::Best);
