@@ -465,17 +465,7 @@ impl<'a> Scheduler<'a, '_, '_> {
                     Search::new(&blocks.component, order, done_at, done_at)
                         .with_branching(branching)
                 }
-                None => Search::new(
-                    self.direction(index, restarts % 2 == 1),
-                    Order::Shuffled(restarts),
-                    done_at,
-                    done_at,
-                )
-                .with_branching(if restarts % 4 < 2 {
-                    Branching::Leftmost
-                } else {
-                    Branching::FewestChildren
-                }),
+                None => self.shuffled_search(index, restarts, 0, done_at),
             };
             let end = restart.run(RESTART_UNIT * luby(restarts), deadline);
             spent += restart.nodes().max(1);
@@ -507,6 +497,23 @@ impl<'a> Scheduler<'a, '_, '_> {
         turn
     }
 
+    /// The search of restart `number` of component `index`, capped (and stopping) at `cap`:
+    /// a shuffled order seeded by `number` with `seeds` mixed in, each direction in time and
+    /// each branching in turn.
+    fn shuffled_search(&self, index: usize, number: u64, seeds: u64, cap: u64) -> Search<'a> {
+        Search::new(
+            self.direction(index, number % 2 == 1),
+            Order::Shuffled(seeds ^ number),
+            cap,
+            cap,
+        )
+        .with_branching(if number % 4 < 2 {
+            Branching::Leftmost
+        } else {
+            Branching::FewestChildren
+        })
+    }
+
     /// Raised restarts: like [`Scheduler::restart`]'s, but each capped between the target
     /// and the best height ([`Scheduler::raised_cap`]), with their own seeds and a smaller
     /// share. Where the bound is far below the optimum, restarts at the bound never
@@ -533,17 +540,7 @@ impl<'a> Scheduler<'a, '_, '_> {
             }
             self.raised += 1;
             let raised = self.raised;
-            let mut restart = Search::new(
-                self.direction(index, raised % 2 == 1),
-                Order::Shuffled(RAISED_SEEDS ^ raised),
-                cap,
-                cap,
-            )
-            .with_branching(if raised % 4 < 2 {
-                Branching::Leftmost
-            } else {
-                Branching::FewestChildren
-            });
+            let mut restart = self.shuffled_search(index, raised, RAISED_SEEDS, cap);
             let end = restart.run(RESTART_UNIT * luby(raised), self.deadline);
             spent += restart.nodes().max(1);
             self.nodes += restart.nodes();
