@@ -95,6 +95,7 @@ use std::cell::Cell;
 use std::ops::RangeInclusive;
 
 use crate::{Buffer, Packing};
+use memplan_plugin_api::{PlanError, PlanErrorKind};
 
 mod dense;
 mod fit;
@@ -310,9 +311,35 @@ struct Rules<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stopped;
 
+impl Stopped {
+    /// The error a planner returns when its packing of `buffer_count` buffers stopped at the
+    /// host's request (`--timeout`) before it had a complete plan: `Cancelled`, which the host
+    /// reports as stopped at the time limit without a plan.
+    pub fn into_plan_error(self, buffer_count: usize) -> PlanError {
+        PlanError::new(
+            PlanErrorKind::Cancelled,
+            format!(
+                "stopped at the time limit while placing {buffer_count} buffers, before every \
+                 one had a place; give it more time (--timeout) to get a plan"
+            ),
+        )
+    }
+}
+
 /// Work (placements plus buffers compared) between two calls of a packing's `stop` callback:
-/// rare enough to cost nothing, often enough to answer within milliseconds.
-pub const STOP_POLL_WORK: u64 = 1 << 16;
+/// rare enough to cost nothing (a host's callback reads the clock, tens of nanoseconds, and
+/// this much work takes tens of microseconds at least), often enough to answer within a
+/// millisecond or two (a few thousand placements of a crowded trace in the dense index).
+/// The setup passes before placing (each one pass over the buffers) ask between them.
+pub const STOP_POLL_WORK: u64 = 1 << 13;
+
+/// `Err(Stopped)` when `stop` says to give up.
+fn poll(stop: &dyn Fn() -> bool) -> Result<(), Stopped> {
+    match stop() {
+        true => Err(Stopped),
+        false => Ok(()),
+    }
+}
 
 /// The greedy loop placing in `key` order, with the time index storing sizes and byte
 /// offsets as `W`, over windows of `window_points` points; `None` when a size, an alignment
@@ -329,6 +356,7 @@ fn pack_in<W: Word>(
     if !W::fits(timeline.largest_value) {
         return Ok(None);
     }
+    poll(stop)?;
     let windows = Windows::new(timeline.points.len() as u32, window_points);
     let item_of = |index: u32| {
         let buffer = &buffers[index as usize];
@@ -349,10 +377,12 @@ fn pack_in<W: Word>(
             None => groups[windows.group_of(&item)].push(item),
         }
     }
+    poll(stop)?;
     let halt = Cell::new(Halt::Running);
     if index != IndexChoice::Dense {
         let mut heap = Heap::<W>::new(room, buffers.len());
         sort_groups(&mut groups, key);
+        poll(stop)?;
         let watch = index == IndexChoice::Measured;
         let placed = place_fixed(&mut heap, &fixed).and_then(|()| {
             place_by_windows(&mut heap, &windows, &groups, key, rules, stop, watch, &halt)
@@ -369,6 +399,7 @@ fn pack_in<W: Word>(
     let mut heap = DenseHeap::<W>::new(windows.point_count, buffers.len());
     let mut items: Vec<Item<W>> = groups.into_iter().flatten().collect();
     items.sort_unstable_by_key(|item| key.of(item));
+    poll(stop)?;
     let placed = place_fixed(&mut heap, &fixed).and_then(|()| {
         let mut placer = Placer::new(&mut heap, rules, stop, false, &halt);
         items.iter().try_for_each(|item| placer.place(item))
