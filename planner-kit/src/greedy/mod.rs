@@ -380,9 +380,8 @@ fn pack_in<W: Word>(
     poll(stop)?;
     let halt = Cell::new(Halt::Running);
     if index != IndexChoice::Dense {
-        let mut heap = Heap::<W>::new(room, buffers.len());
-        sort_groups(&mut groups, key);
-        poll(stop)?;
+        let mut heap = Heap::<W>::new(room, buffers.len(), stop)?;
+        sort_groups(&mut groups, key, stop)?;
         let watch = index == IndexChoice::Measured;
         let placed = place_fixed(&mut heap, &fixed).and_then(|()| {
             place_by_windows(&mut heap, &windows, &groups, key, rules, stop, watch, &halt)
@@ -398,8 +397,12 @@ fn pack_in<W: Word>(
     // buffer after the other (the windows keep point lists in cache; it reads none).
     let mut heap = DenseHeap::<W>::new(windows.point_count, buffers.len());
     let mut items: Vec<Item<W>> = groups.into_iter().flatten().collect();
-    items.sort_unstable_by_key(|item| key.of(item));
-    poll(stop)?;
+    radix_sort(
+        &mut items,
+        &mut RadixRoom::new(buffers.len()),
+        |item| key.of(item),
+        stop,
+    )?;
     let placed = place_fixed(&mut heap, &fixed).and_then(|()| {
         let mut placer = Placer::new(&mut heap, rules, stop, false, &halt);
         items.iter().try_for_each(|item| placer.place(item))
@@ -542,15 +545,21 @@ impl Windows {
 }
 
 /// Sorts each of `groups` by `key` on its own: a group is small enough to stay in cache, so
-/// the sorting costs about the same per buffer at a million buffers as at a thousand.
-fn sort_groups<W: Word>(groups: &mut [Vec<Item<W>>], key: PlacementKey<'_>) {
+/// the sorting costs about the same per buffer at a million buffers as at a thousand. Asks
+/// `stop` between the passes of each sort.
+fn sort_groups<W: Word>(
+    groups: &mut [Vec<Item<W>>],
+    key: PlacementKey<'_>,
+    stop: &dyn Fn() -> bool,
+) -> Result<(), Stopped> {
     // One working room, for the largest group, serves every group's sort, rather than an
     // allocation per group (hundreds at a million buffers).
     let largest = groups.iter().map(Vec::len).max();
     let mut room = RadixRoom::new(largest.unwrap_or(0));
     for group in groups {
-        radix_sort(group, &mut room, |item| key.of(item));
+        radix_sort(group, &mut room, |item| key.of(item), stop)?;
     }
+    Ok(())
 }
 
 /// What a placement needs of the buffers placed so far: which bytes the ones overlapping a

@@ -103,7 +103,7 @@ fn order_of(buffers: &[Buffer], order: Order, fit: Fit) -> Vec<u32> {
         .collect();
     let key = PlacementKey::for_order(order, fit);
     let mut room = RadixRoom::new(queue.len());
-    radix_sort(&mut queue, &mut room, |item| key.of(item));
+    radix_sort(&mut queue, &mut room, |item| key.of(item), &|| false).expect("never stopped");
     queue.iter().map(|item| item.index).collect()
 }
 
