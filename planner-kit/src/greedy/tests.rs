@@ -668,6 +668,25 @@ fn random_small_instances_pack_as_the_reference_packer() {
                     "instance {instance}, {order:?} {fit:?}: {buffers:?} {barriers:?}"
                 );
                 assert_valid_packing(&buffers, &packing);
+                if order == Order::Size {
+                    // Ranks in any order (an improvement search's): as the reference places
+                    // the buffers in that order.
+                    let mut ranks: Vec<u32> = (0..buffers.len() as u32).collect();
+                    for i in (1..ranks.len()).rev() {
+                        ranks.swap(i, random.below(i as u64 + 1) as usize);
+                    }
+                    let mut by_rank: Vec<u32> = (0..buffers.len() as u32)
+                        .filter(|&i| buffers[i as usize].fixed_offset.is_none())
+                        .collect();
+                    by_rank.sort_by_key(|&i| ranks[i as usize]);
+                    let ranked = pack_greedy_ranked(&buffers, &ranks, fit, &|| false)
+                        .expect("never stopped");
+                    assert_eq!(
+                        ranked.offsets,
+                        pack_in_order_by_brute_force(&buffers, &by_rank, fit),
+                        "instance {instance}, ranked, {fit:?}"
+                    );
+                }
                 let window_points = 1 + random.below(8) as u32;
                 for index in [IndexChoice::PointLists, IndexChoice::Dense] {
                     let rules = Rules {
