@@ -326,18 +326,49 @@ impl Stopped {
     }
 }
 
-/// Work (placements plus buffers compared) between two calls of a packing's `stop` callback:
-/// rare enough to cost nothing (a host's callback reads the clock, tens of nanoseconds, and
-/// this much work takes tens of microseconds at least), often enough to answer within a
-/// millisecond or two (a few thousand placements of a crowded trace in the dense index).
-/// The setup passes before placing (each one pass over the buffers) ask between them.
+/// Work (placements plus buffers compared, or buffers passed over by a setup pass) between
+/// two calls of a packing's `stop` callback: rare enough to cost nothing (a host's callback
+/// reads the clock, tens of nanoseconds, and this much work takes tens of microseconds at
+/// least), often enough to answer within a millisecond or two (a few thousand placements of
+/// a crowded trace in the dense index, a pass of a sort over a few thousand buffers).
 pub const STOP_POLL_WORK: u64 = 1 << 13;
 
-/// `Err(Stopped)` when `stop` says to give up.
-fn poll(stop: &dyn Fn() -> bool) -> Result<(), Stopped> {
-    match stop() {
-        true => Err(Stopped),
-        false => Ok(()),
+/// Asks a packing's `stop` callback once per [`STOP_POLL_WORK`] units of work, and never
+/// before the first such stretch is spent: a small packing always completes, even asked to
+/// stop, which is what lets a planner past its deadline still give its remaining small
+/// arenas a greedy plan (the portfolio does).
+#[derive(Clone, Copy)]
+struct Poller<'a> {
+    stop: &'a dyn Fn() -> bool,
+    /// Work left before `stop` is asked again.
+    until_poll: u64,
+}
+
+impl<'a> Poller<'a> {
+    fn new(stop: &'a dyn Fn() -> bool) -> Poller<'a> {
+        Poller {
+            stop,
+            until_poll: STOP_POLL_WORK,
+        }
+    }
+
+    /// Counts `work` units done; `Err(Stopped)` when that ends a stretch and `stop` says to
+    /// give up.
+    #[inline]
+    fn spent(&mut self, work: u64) -> Result<(), Stopped> {
+        match self.until_poll.checked_sub(work) {
+            Some(left) if left > 0 => {
+                self.until_poll = left;
+                Ok(())
+            }
+            _ => {
+                self.until_poll = STOP_POLL_WORK;
+                match (self.stop)() {
+                    true => Err(Stopped),
+                    false => Ok(()),
+                }
+            }
+        }
     }
 }
 
@@ -352,11 +383,13 @@ fn pack_in<W: Word>(
     index: IndexChoice,
     stop: &dyn Fn() -> bool,
 ) -> Result<Option<Packing>, Stopped> {
+    let mut poller = Poller::new(stop);
+    let count = buffers.len() as u64;
     let timeline = Timeline::new(buffers);
     if !W::fits(timeline.largest_value) {
         return Ok(None);
     }
-    poll(stop)?;
+    poller.spent(count)?;
     let windows = Windows::new(timeline.points.len() as u32, window_points);
     let item_of = |index: u32| {
         let buffer = &buffers[index as usize];
@@ -377,14 +410,16 @@ fn pack_in<W: Word>(
             None => groups[windows.group_of(&item)].push(item),
         }
     }
-    poll(stop)?;
+    poller.spent(count)?;
     let halt = Cell::new(Halt::Running);
     if index != IndexChoice::Dense {
-        let mut heap = Heap::<W>::new(room, buffers.len(), stop)?;
-        sort_groups(&mut groups, key, stop)?;
+        let mut heap = Heap::<W>::new(room, buffers.len(), &mut poller)?;
+        sort_groups(&mut groups, key, &mut poller)?;
         let watch = index == IndexChoice::Measured;
         let placed = place_fixed(&mut heap, &fixed).and_then(|()| {
-            place_by_windows(&mut heap, &windows, &groups, key, rules, stop, watch, &halt)
+            place_by_windows(
+                &mut heap, &windows, &groups, key, rules, poller, watch, &halt,
+            )
         });
         if halt.get() != Halt::Crowded {
             #[cfg(test)]
@@ -401,10 +436,10 @@ fn pack_in<W: Word>(
         &mut items,
         &mut RadixRoom::new(buffers.len()),
         |item| key.of(item),
-        stop,
+        &mut poller,
     )?;
     let placed = place_fixed(&mut heap, &fixed).and_then(|()| {
-        let mut placer = Placer::new(&mut heap, rules, stop, false, &halt);
+        let mut placer = Placer::new(&mut heap, rules, poller, false, &halt);
         items.iter().try_for_each(|item| placer.place(item))
     });
     #[cfg(test)]
@@ -472,11 +507,11 @@ fn place_by_windows<W: Word>(
     groups: &[Vec<Item<W>>],
     key: PlacementKey<'_>,
     rules: Rules,
-    stop: &dyn Fn() -> bool,
+    poller: Poller,
     watch: bool,
     halt: &Cell<Halt>,
 ) -> Option<()> {
-    let mut placer = Placer::new(heap, rules, stop, watch, halt);
+    let mut placer = Placer::new(heap, rules, poller, watch, halt);
     let (inside, crossing) = groups.split_at(windows.count);
     // Per window, the next of its buffers to place.
     let mut next = vec![0usize; windows.count];
@@ -550,14 +585,14 @@ impl Windows {
 fn sort_groups<W: Word>(
     groups: &mut [Vec<Item<W>>],
     key: PlacementKey<'_>,
-    stop: &dyn Fn() -> bool,
+    poller: &mut Poller,
 ) -> Result<(), Stopped> {
     // One working room, for the largest group, serves every group's sort, rather than an
     // allocation per group (hundreds at a million buffers).
     let largest = groups.iter().map(Vec::len).max();
     let mut room = RadixRoom::new(largest.unwrap_or(0));
     for group in groups {
-        radix_sort(group, &mut room, |item| key.of(item), stop)?;
+        radix_sort(group, &mut room, |item| key.of(item), poller)?;
     }
     Ok(())
 }
@@ -644,10 +679,8 @@ struct Placer<'a, W, H> {
     /// Working room for sorting `occupied`; reused.
     spare: Vec<Bytes<W>>,
     rules: Rules<'a>,
-    stop: &'a dyn Fn() -> bool,
+    poller: Poller<'a>,
     halt: &'a Cell<Halt>,
-    /// Work left before `stop` is asked again.
-    until_poll: u64,
     /// Watches for crowded time: `None` when not watching (any more).
     crowding: Option<Crowding>,
 }
@@ -688,7 +721,7 @@ impl<'a, W: Word, H: TimeIndex<W>> Placer<'a, W, H> {
     fn new(
         heap: &'a mut H,
         rules: Rules<'a>,
-        stop: &'a dyn Fn() -> bool,
+        poller: Poller<'a>,
         watch: bool,
         halt: &'a Cell<Halt>,
     ) -> Self {
@@ -697,9 +730,8 @@ impl<'a, W: Word, H: TimeIndex<W>> Placer<'a, W, H> {
             occupied: Vec::new(),
             spare: Vec::new(),
             rules,
-            stop,
+            poller,
             halt,
-            until_poll: STOP_POLL_WORK,
             crowding: watch.then(Crowding::default),
         }
     }
@@ -709,15 +741,9 @@ impl<'a, W: Word, H: TimeIndex<W>> Placer<'a, W, H> {
     fn place(&mut self, item: &Item<W>) -> Option<()> {
         self.heap.collect_overlapping(item, &mut self.occupied);
         let work = 1 + self.occupied.len() as u64;
-        match self.until_poll.checked_sub(work) {
-            Some(left) if left > 0 => self.until_poll = left,
-            _ => {
-                self.until_poll = STOP_POLL_WORK;
-                if (self.stop)() {
-                    self.halt.set(Halt::Stopped);
-                    return None;
-                }
-            }
+        if self.poller.spent(work).is_err() {
+            self.halt.set(Halt::Stopped);
+            return None;
         }
         sort_by_offset(&mut self.occupied, &mut self.spare);
         if let Some(crowding) = &mut self.crowding {

@@ -1,7 +1,7 @@
 //! Placement order: a distinct key per buffer ([`PlacementKey`]) and the radix sort over it.
 
 use super::item::{Item, Word};
-use super::{poll, Fit, Order, Stopped};
+use super::{Fit, Order, Poller, Stopped};
 
 /// Placement order as a key per buffer: buffers are placed in increasing key order, and
 /// every key is distinct (the buffer index breaks ties).
@@ -90,14 +90,14 @@ impl<T: Copy + Default> RadixRoom<T> {
 /// items) as working room: a least-significant-digit radix sort over the 24 key bytes that
 /// skips the bytes on which all keys agree (most of them, for real sizes, durations and
 /// indices). O(n) per byte sorted, sequential reads and 256 streams of writes; small inputs
-/// use a comparison sort. Asks `stop` before each pass over the items (at a million, each
-/// takes a few milliseconds), and gives up with them unsorted when it says so.
+/// use a comparison sort. Counts each pass over the items with `poller` (at a million, a
+/// pass takes a few milliseconds), and gives up with them unsorted when it says to stop.
 #[inline]
 pub(super) fn radix_sort<T: Copy>(
     items: &mut [T],
     room: &mut RadixRoom<T>,
     key: impl Fn(&T) -> (u128, u64),
-    stop: &dyn Fn() -> bool,
+    poller: &mut Poller,
 ) -> Result<(), Stopped> {
     if items.len() <= 64 {
         items.sort_unstable_by_key(&key);
@@ -127,7 +127,7 @@ pub(super) fn radix_sort<T: Copy>(
         if count.contains(&(items.len() as u32)) {
             continue;
         }
-        poll(stop)?;
+        poller.spent(items.len() as u64)?;
         let mut next = [0u32; 256];
         let mut total = 0;
         for (bucket, &c) in count.iter().enumerate() {

@@ -103,7 +103,14 @@ fn order_of(buffers: &[Buffer], order: Order, fit: Fit) -> Vec<u32> {
         .collect();
     let key = PlacementKey::for_order(order, fit);
     let mut room = RadixRoom::new(queue.len());
-    radix_sort(&mut queue, &mut room, |item| key.of(item), &|| false).expect("never stopped");
+    let never = || false;
+    radix_sort(
+        &mut queue,
+        &mut room,
+        |item| key.of(item),
+        &mut Poller::new(&never),
+    )
+    .expect("never stopped");
     queue.iter().map(|item| item.index).collect()
 }
 
@@ -480,6 +487,25 @@ fn a_packing_asked_to_stop_gives_up_between_placements() {
     let packing = packing.unwrap().expect("32 bits");
     assert_valid_packing(&buffers, &packing);
     assert!(polls.get() >= 64, "asked {} times", polls.get());
+}
+
+#[test]
+fn a_small_packing_completes_even_asked_to_stop() {
+    // A planner past its deadline still packs its remaining small arenas greedily (the
+    // portfolio's fallback): a packing is asked only once it has done a poll's worth of work.
+    let buffers = tflm_greedy_medium();
+    for (_, order) in Order::ALL {
+        for (_, fit) in Fit::ALL {
+            let packing = pack_greedy_until(&buffers, order, fit, &|| true);
+            assert_eq!(
+                packing,
+                Ok(pack_greedy(&buffers, order, fit)),
+                "{order:?} {fit:?}"
+            );
+        }
+    }
+    let ranks = greedy_ranks(&buffers, Order::Size, Fit::Best);
+    assert!(pack_greedy_ranked(&buffers, &ranks, Fit::Best, &|| true).is_ok());
 }
 
 #[test]
