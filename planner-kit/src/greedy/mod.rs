@@ -333,10 +333,14 @@ impl Stopped {
 /// a crowded trace in the dense index, a pass of a sort over a few thousand buffers).
 pub const STOP_POLL_WORK: u64 = 1 << 13;
 
-/// Asks a packing's `stop` callback once per [`STOP_POLL_WORK`] units of work, and never
-/// before the first such stretch is spent: a small packing always completes, even asked to
-/// stop, which is what lets a planner past its deadline still give its remaining small
-/// arenas a greedy plan (the portfolio does).
+/// Work a packing does before it first asks `stop`: a packing smaller than this (a few
+/// thousand buffers, a millisecond's work or less) always completes, even asked to stop,
+/// which is what lets a planner past its deadline still give its remaining arenas a greedy
+/// plan, and its hill climbing a starting packing (the portfolio relies on both).
+pub const STOP_FIRST_POLL_WORK: u64 = 1 << 16;
+
+/// Asks a packing's `stop` callback after [`STOP_FIRST_POLL_WORK`] units of work, then once
+/// per [`STOP_POLL_WORK`].
 #[derive(Clone, Copy)]
 struct Poller<'a> {
     stop: &'a dyn Fn() -> bool,
@@ -348,7 +352,7 @@ impl<'a> Poller<'a> {
     fn new(stop: &'a dyn Fn() -> bool) -> Poller<'a> {
         Poller {
             stop,
-            until_poll: STOP_POLL_WORK,
+            until_poll: STOP_FIRST_POLL_WORK,
         }
     }
 

@@ -492,8 +492,11 @@ fn a_packing_asked_to_stop_gives_up_between_placements() {
 #[test]
 fn a_small_packing_completes_even_asked_to_stop() {
     // A planner past its deadline still packs its remaining small arenas greedily (the
-    // portfolio's fallback): a packing is asked only once it has done a poll's worth of work.
-    let buffers = tflm_greedy_medium();
+    // portfolio's fallback, and its hill climbing's starting packing): a packing is asked
+    // only once it has done STOP_FIRST_POLL_WORK. 600 buffers in 200 steps, three live at
+    // once in each column.
+    let mut buffers = tflm_greedy_medium();
+    buffers.extend(crate::testing::rectangle_cut(1 << 20, 200, 600, 1));
     for (_, order) in Order::ALL {
         for (_, fit) in Fit::ALL {
             let packing = pack_greedy_until(&buffers, order, fit, &|| true);
