@@ -449,7 +449,9 @@ fn pack_in<W: Word>(
     // reads those runs where the point lists read every buffer. It places in key order, one
     // buffer after the other (the windows keep point lists in cache; it reads none).
     let mut heap = DenseHeap::<W>::new(windows.point_count, buffers.len());
+    poller.spent(count)?;
     let mut items: Vec<Item<W>> = groups.into_iter().flatten().collect();
+    poller.spent(count)?;
     radix_sort(
         &mut items,
         &mut RadixRoom::new(buffers.len()),
@@ -624,6 +626,11 @@ trait TimeIndex<W> {
     /// Replaces `occupied` with byte ranges covering exactly the bytes of the placed buffers
     /// whose lifetimes overlap `item`'s (ranges may overlap, repeat or merge buffers).
     fn collect_overlapping(&self, item: &Item<W>, occupied: &mut Vec<Bytes<W>>);
+    /// Work done recording placements since the last call, beyond one unit a placement (the
+    /// dense index records into many sets): counted towards the next stop request.
+    fn take_work(&mut self) -> u64 {
+        0
+    }
     fn into_packing(self) -> Packing;
 }
 
@@ -758,7 +765,7 @@ impl<'a, W: Word, H: TimeIndex<W>> Placer<'a, W, H> {
     /// or when placing is to end (then `halt` says why).
     fn place(&mut self, item: &Item<W>) -> Option<()> {
         self.heap.collect_overlapping(item, &mut self.occupied);
-        let work = 1 + self.occupied.len() as u64;
+        let work = 1 + self.occupied.len() as u64 + self.heap.take_work();
         if self.poller.spent(work).is_err() {
             self.halt.set(Halt::Stopped);
             return None;
