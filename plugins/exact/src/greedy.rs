@@ -2,11 +2,14 @@
 //! component (every sort order, best-fit and first-fit), in the component's units and columns.
 //! The kit's packer is the same one `greedy-bestfit` ships, so `exact` can never be worse.
 //!
-//! The greedy packings count against the search's deadline: where many buffers live at once
-//! one of them can take seconds (see the kit's complexity notes), so each asks the deadline as
-//! it goes, and those not begun by then are skipped. When even the first is cut short, the
-//! component starts from a stack (every buffer above the previous one), which is valid, and
-//! the search's note says the time limit was reached.
+//! The greedy packings count against the search's deadline: on large components one of them
+//! can take seconds (see the kit's complexity notes), so each asks the deadline as it goes,
+//! and those not begun by then are skipped. One at the component's lower bound ends the
+//! list: no other can be lower (a 28,000-buffer trace packed at its bound by the first one
+//! spent its whole 10 s on the other seven). When even the first is cut short there is no
+//! greedy start ([`greedy`] returns None): the packer then starts the searches from a stack
+//! ([`stacked`], valid but with no reuse at all) and fails with `Cancelled` if they find
+//! nothing lower before the deadline.
 
 use memplan_planner_kit::greedy::{pack_greedy_until, Fit, Order};
 use memplan_planner_kit::Buffer;
@@ -15,9 +18,9 @@ use memplan_plugin_api::Lifetime;
 use crate::problem::Component;
 use crate::search::Deadline;
 
-/// Offsets (units) of the lowest greedy packing found before `deadline`; fixed items keep
-/// their offset.
-pub fn greedy(component: &Component, deadline: &Deadline) -> Vec<u64> {
+/// Offsets (units) of the lowest greedy packing found before `deadline`, None if not even the
+/// first finished in time; fixed items keep their offset.
+pub fn greedy(component: &Component, deadline: &Deadline) -> Option<Vec<u64>> {
     let buffers: Vec<Buffer> = component
         .items
         .iter()
@@ -30,21 +33,21 @@ pub fn greedy(component: &Component, deadline: &Deadline) -> Vec<u64> {
         .collect();
     let mut best: Option<(u64, Vec<u64>)> = None;
     let stop = || deadline.passed();
-    for (_, order) in Order::ALL {
+    'orders: for (_, order) in Order::ALL {
         for fit in [Fit::Best, Fit::First] {
             let Ok(packing) = pack_greedy_until(&buffers, order, fit, &stop) else {
-                break;
+                break 'orders;
             };
             let height = component.height(&packing.offsets);
             if best.as_ref().is_none_or(|(lowest, _)| height < *lowest) {
                 best = Some((height, packing.offsets));
             }
+            if height <= component.lower_bound {
+                break 'orders;
+            }
         }
     }
-    match best {
-        Some((_, offsets)) => offsets,
-        None => stacked(component),
-    }
+    best.map(|(_, offsets)| offsets)
 }
 
 /// Every movable item above the fixed ones and the previous movable one: a valid packing in

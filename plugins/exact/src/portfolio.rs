@@ -215,12 +215,16 @@ impl Packer for PortfolioPacker {
         }
         let mut search_note = None;
         if packing.height > bound && buffers.len() <= EXACT_MAX_BUFFERS && !context.should_stop() {
-            let searched = self.exact.pack_within(buffers, room, context)?;
-            if searched.height < packing.height {
-                winner = "exact search".to_string();
-                packing = searched;
-            } else {
-                search_note = Some(searched.note.clone());
+            // The search fails with `Cancelled` only when the deadline came before its own
+            // start: the greedy candidate stands.
+            match self.exact.pack_within(buffers, room, context) {
+                Err(error) if error.kind == PlanErrorKind::Cancelled => {}
+                Err(error) => return Err(error),
+                Ok(searched) if searched.height < packing.height => {
+                    winner = "exact search".to_string();
+                    packing = searched;
+                }
+                Ok(searched) => search_note = Some(searched.note),
             }
         }
         packing.note = verdict(&winner, packing.height, bound, &packing.note, search_note);

@@ -71,6 +71,17 @@ const POLL_INTERVAL: u64 = 1024;
 /// The column check sums the units of items with one release; it looks this far back for
 /// the release (equal releases that it misses only make the sort longer).
 const DISTINCT_RELEASES_SEEN: usize = 8;
+/// Components with more items always branch on the leftmost column a candidate covers, and
+/// a node gathers only the candidates starting there: choosing the column with the fewest
+/// children needs every candidate of the valley and their coverage, and at the first
+/// nodes of a large component the valley is every column, the candidates every item (a
+/// node of a 100,000-buffer trace took 150 us, where a packing needs 100,000 nodes). A
+/// column that cannot stay empty right of the chosen one is then left for deeper nodes to
+/// find, so the search prunes less there but stays complete.
+pub const LEFTMOST_ONLY_ITEMS: usize = 4096;
+/// Components whose lifetimes cover more (buffer, column) pairs get no per-column item lists,
+/// hence no release inference (see [`Search::new`]): 2^22 pairs, 16 MiB per search.
+pub const LIVE_LISTS_MAX: usize = 1 << 22;
 
 /// The order candidates are tried in, largest first. The search is complete in any order
 /// but its speed is very sensitive to it, so several orders are run side by side.
@@ -203,9 +214,12 @@ pub struct Search<'a> {
     trail: Vec<Change>,
     candidates: Vec<u32>,
     branching: Branching,
+    /// Large components branch on the leftmost column covered, found without a look at the
+    /// rest of the valley (see [`LEFTMOST_ONLY_ITEMS`]).
+    leftmost_only: bool,
     /// Per done column, the frame whose child placed its last buffer.
     done_at: Vec<usize>,
-    /// Free items live in each column.
+    /// Free items live in each column; empty on components above [`LIVE_LISTS_MAX`].
     live_items: Vec<Vec<u32>>,
     /// Per item, the highest floor across its lifetime: it cannot be placed lower.
     release: Vec<u64>,
@@ -292,8 +306,10 @@ impl<'a> Search<'a> {
         for members in &mut class_members {
             members.sort_unstable();
         }
-        let mut remaining = vec![0u64; columns];
-        let mut live = vec![0u32; columns];
+        // Units and items live per column, by differences at the ends of each lifetime:
+        // O(items + columns), where a long-lived buffer would cost one step per column.
+        let mut remaining_change = vec![0u64; columns + 1];
+        let mut live_change = vec![0i64; columns + 1];
         let mut offset = vec![UNPLACED; items.len()];
         let mut fixed = Vec::new();
         for (index, item) in items.iter().enumerate() {
@@ -303,19 +319,40 @@ impl<'a> Search<'a> {
                     fixed.push(index as u32);
                 }
                 None => {
-                    for column in item.start..=item.end {
-                        remaining[column] += item.size;
-                        live[column] += 1;
-                    }
+                    // Wrapping: a column's changes may go below zero before they are summed.
+                    remaining_change[item.start] =
+                        remaining_change[item.start].wrapping_add(item.size);
+                    remaining_change[item.end + 1] =
+                        remaining_change[item.end + 1].wrapping_sub(item.size);
+                    live_change[item.start] += 1;
+                    live_change[item.end + 1] -= 1;
                 }
             }
         }
+        let (mut units, mut count) = (0u64, 0i64);
+        let (remaining, live): (Vec<u64>, Vec<u32>) = (0..columns)
+            .map(|column| {
+                units = units.wrapping_add(remaining_change[column]);
+                count += live_change[column];
+                (units, count as u32)
+            })
+            .unzip();
         let classes = class_members.len();
-        let mut live_items: Vec<Vec<u32>> = vec![Vec::new(); columns];
-        for &index in &rank_order {
-            let item = &items[index as usize];
-            for live in &mut live_items[item.start..=item.end] {
-                live.push(index);
+        // The release inference needs the items live in each column: (buffer, column) pairs
+        // over the lifetimes, which on a long trace with long-lived buffers is far more than
+        // the input (10,000 saved activations over 30,000 columns: 3 * 10^8). Above
+        // LIVE_LISTS_MAX pairs, or LEFTMOST_ONLY_ITEMS items, the lists are not built and
+        // the inference is skipped: the search stays complete, only prunes less, and its
+        // memory stays linear. (On a 10,000-buffer training trace the inference took 65 % of
+        // the time, 1.5 ms a node, and the deadline was polled late.)
+        let mut live_items: Vec<Vec<u32>> = Vec::new();
+        if items.len() <= LEFTMOST_ONLY_ITEMS && component.span_total() <= LIVE_LISTS_MAX {
+            live_items = vec![Vec::new(); columns];
+            for &index in &rank_order {
+                let item = &items[index as usize];
+                for live in &mut live_items[item.start..=item.end] {
+                    live.push(index);
+                }
             }
         }
         Search {
@@ -339,6 +376,7 @@ impl<'a> Search<'a> {
             live_items,
             done_at: vec![NO_JUMP; columns],
             branching: Branching::FewestChildren,
+            leftmost_only: items.len() > LEFTMOST_ONLY_ITEMS,
             release: vec![0; items.len()],
             epoch: 0,
             item_stamp: vec![0; items.len()],
@@ -612,6 +650,10 @@ impl<'a> Search<'a> {
     /// items of (release + sizes of the items released no earlier). The new bound, or None
     /// if a column cannot fit under the cap.
     fn propagate(&mut self, first: usize, last: usize, floor: u64, bound: u64) -> Option<u64> {
+        if self.live_items.is_empty() {
+            // Too large for the per-column lists (see [`Search::new`]).
+            return Some(bound);
+        }
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             self.item_stamp.fill(0);
@@ -720,7 +762,10 @@ impl<'a> Search<'a> {
         let columns = self.component.columns;
         // The leftmost part: columns between two done ones (or the ends) are independent of
         // the rest, so each part is finished before the next one starts.
-        let Some(part) = (0..columns).find(|&column| self.live[column] > 0) else {
+        // Placing only ends lifetimes, so the leftmost live column is never left of the
+        // parent node's part: the scan starts there (amortised, not O(columns) a node).
+        let from = self.frames.last().map_or(0, |parent| parent.part);
+        let Some(part) = (from..columns).find(|&column| self.live[column] > 0) else {
             return self.record(height);
         };
         let (level, first) = (part..columns)
@@ -769,6 +814,10 @@ impl<'a> Search<'a> {
                 }
                 self.candidates.push(item);
             }
+            if self.leftmost_only && self.candidates.len() > candidates_first {
+                // Every candidate found starts here, the leftmost column any covers.
+                break;
+            }
         }
         let rank = &self.rank;
         self.candidates[candidates_first..].sort_unstable_by_key(|&item| rank[item as usize]);
@@ -779,18 +828,39 @@ impl<'a> Search<'a> {
                 return None;
             }
             LastChild::Close
+        } else if self.leftmost_only {
+            // The candidates all start at the leftmost column any covers; the columns before
+            // it stay empty at this level, which needs slack there.
+            let column = self.component.items[self.candidates[candidates_first] as usize].start;
+            let slack = |column: usize| self.cap.saturating_sub(level + self.remaining[column]) > 0;
+            if !(first..column).all(slack) {
+                self.candidates.truncate(candidates_first);
+                return None;
+            }
+            if slack(column) {
+                LastChild::Exclude
+            } else {
+                LastChild::None
+            }
         } else {
             // Branch on the valley column with the fewest ways to be covered at this level.
             // A column without slack cannot stay empty here (closing wastes at least a
             // unit), so only the buffers covering it are tried; otherwise one more child
             // excludes them all.
+            // Counted by differences at the candidates' ends: O(valley + candidates), where
+            // long-lived candidates in a wide valley would cost their spans summed.
             self.coverage.clear();
-            self.coverage.resize(last - first + 1, 0);
+            self.coverage.resize(last - first + 2, 0);
             for &item in &self.candidates[candidates_first..] {
                 let it = &self.component.items[item as usize];
-                for column in it.start..=it.end {
-                    self.coverage[column - first] += 1;
-                }
+                self.coverage[it.start - first] = self.coverage[it.start - first].wrapping_add(1);
+                self.coverage[it.end + 1 - first] =
+                    self.coverage[it.end + 1 - first].wrapping_sub(1);
+            }
+            let mut covering = 0u32;
+            for count in &mut self.coverage {
+                covering = covering.wrapping_add(*count);
+                *count = covering;
             }
             let mut choice: Option<(u32, usize, bool)> = None;
             for column in first..=last {
