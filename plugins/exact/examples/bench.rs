@@ -38,7 +38,8 @@ fn greedy_height(buffers: &[Buffer]) -> u64 {
         .components
         .iter()
         .map(|component| {
-            let offsets = greedy::greedy(component, &no_deadline).expect("no deadline");
+            let offsets =
+                greedy::greedy(component, &no_deadline, &no_deadline).expect("no deadline");
             component.height(&offsets) * problem.unit
         })
         .max()

@@ -4,7 +4,8 @@
 //!
 //! The greedy packings count against the search's deadline: on large components one of them
 //! can take seconds (see the kit's complexity notes), so each asks the deadline as it goes,
-//! and those not begun by then are skipped. One at the component's lower bound ends the
+//! and those after the first begin only while the caller allows (the packer leaves the
+//! search half its time). One at the component's lower bound ends the
 //! list: no other can be lower (a 28,000-buffer trace packed at its bound by the first one
 //! spent its whole 10 s on the other seven). When even the first is cut short there is no
 //! greedy start ([`greedy`] returns None): the packer then starts the searches from a stack
@@ -18,9 +19,14 @@ use memplan_plugin_api::Lifetime;
 use crate::problem::Component;
 use crate::search::Deadline;
 
-/// Offsets (units) of the lowest greedy packing found before `deadline`, None if not even the
-/// first finished in time; fixed items keep their offset.
-pub fn greedy(component: &Component, deadline: &Deadline) -> Option<Vec<u64>> {
+/// Offsets (units) of the lowest greedy packing found, the first one before `deadline`, the
+/// others only begun before `others_by` and done before `deadline`; None if not even the
+/// first finished in time. Fixed items keep their offset.
+pub fn greedy(
+    component: &Component,
+    deadline: &Deadline,
+    others_by: &Deadline,
+) -> Option<Vec<u64>> {
     let buffers: Vec<Buffer> = component
         .items
         .iter()
@@ -35,6 +41,9 @@ pub fn greedy(component: &Component, deadline: &Deadline) -> Option<Vec<u64>> {
     let stop = || deadline.passed();
     'orders: for (_, order) in Order::ALL {
         for fit in [Fit::Best, Fit::First] {
+            if best.is_some() && others_by.passed() {
+                break 'orders;
+            }
             let Ok(packing) = pack_greedy_until(&buffers, order, fit, &stop) else {
                 break 'orders;
             };

@@ -13,15 +13,6 @@ use memplan_planner_kit::Buffer;
 use memplan_plugin_api::bounds::lower_bound;
 use memplan_plugin_api::Lifetime;
 
-/// Components whose lifetimes cover more (buffer, column) pairs ([`Component::span_total`])
-/// are not searched: the search keeps a floor per column and undoes it per column, so its
-/// memory grows with the pairs, not the buffers (a 62,000-buffer training trace, 10,000 saved
-/// activations over 30,000 columns each, needed 3.3 GB). They keep their greedy packing,
-/// and the note says the search was skipped. 2^23 pairs: the searches of one component
-/// (a few at once, each with its trail of changes) stay within about 600 MiB (measured:
-/// 290 MiB at 4 million pairs).
-pub const SEARCH_MAX_SPAN: usize = 1 << 23;
-
 /// One buffer of a component, in units and columns.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Item {
@@ -63,11 +54,6 @@ impl Component {
             (item.start, item.end) = (last - item.end, last - item.start);
         }
         mirrored
-    }
-
-    /// Whether the search takes this component (see [`SEARCH_MAX_SPAN`]).
-    pub fn is_searched(&self) -> bool {
-        self.span_total() <= SEARCH_MAX_SPAN
     }
 
     /// Columns summed over the items: the size of per-column item lists.

@@ -108,7 +108,7 @@ pub fn improve(
     };
     let target = scheduler.done_at();
     let mut work: Vec<Work> = (0..components.len())
-        .filter(|&index| scheduler.heights[index] > target && components[index].is_searched())
+        .filter(|&index| scheduler.heights[index] > target)
         .map(|index| scheduler.job(index, target))
         .collect();
     // A search needs a node per item to reach its first packing: on large components the

@@ -71,17 +71,25 @@ const POLL_INTERVAL: u64 = 1024;
 /// The column check sums the units of items with one release; it looks this far back for
 /// the release (equal releases that it misses only make the sort longer).
 const DISTINCT_RELEASES_SEEN: usize = 8;
-/// Components with more items always branch on the leftmost column a candidate covers, and
-/// a node gathers only the candidates starting there: choosing the column with the fewest
-/// children needs every candidate of the valley and their coverage, and at the first
-/// nodes of a large component the valley is every column, the candidates every item (a
-/// node of a 100,000-buffer trace took 150 us, where a packing needs 100,000 nodes). A
-/// column that cannot stay empty right of the chosen one is then left for deeper nodes to
-/// find, so the search prunes less there but stays complete.
-pub const LEFTMOST_ONLY_ITEMS: usize = 4096;
-/// Components whose lifetimes cover more (buffer, column) pairs get no per-column item lists,
-/// hence no release inference (see [`Search::new`]): 2^22 pairs, 16 MiB per search.
-pub const LIVE_LISTS_MAX: usize = 1 << 22;
+/// A search of a component with more items, or whose lifetimes cover more (buffer, column)
+/// pairs than [`LARGE_SEARCH_SPAN`], is *large*, and trades pruning for time and memory
+/// linear in the input; it stays complete:
+/// - it branches on the leftmost column a candidate covers, and a node gathers only the
+///   candidates starting there: choosing the column with the fewest children needs every
+///   candidate of the valley and their coverage, and at the first nodes of a large
+///   component the valley is every column, the candidates every item (a node of a
+///   100,000-buffer trace took 150 us, where a packing needs 100,000 nodes). A column that
+///   cannot stay empty right of the chosen one is left for deeper nodes to find;
+/// - no release inference: it needs the items live in each column, as many as the pairs
+///   (10,000 saved activations over 30,000 columns: 3 * 10^8), and took 65 % of the time
+///   on a 10,000-buffer training trace (1.5 ms a node, so the deadline was polled late);
+/// - no dominance by resting points, so no per-column record of the highest top: a placed
+///   buffer or a closed valley raises a run of columns all at one floor, undone as one
+///   change (per column, the trail of one dive held as many changes as pairs: 3.3 GB on a
+///   62,000-buffer trace).
+pub const LARGE_SEARCH_ITEMS: usize = 4096;
+/// See [`LARGE_SEARCH_ITEMS`]: 2^22 pairs (the per-column lists: 16 MiB).
+pub const LARGE_SEARCH_SPAN: usize = 1 << 22;
 
 /// The order candidates are tried in, largest first. The search is complete in any order
 /// but its speed is very sensitive to it, so several orders are run side by side.
@@ -143,6 +151,12 @@ enum Change {
         column: u32,
         old: u64,
         old_rest: u64,
+    },
+    /// Columns `first..=last` were all at floor `old` (a valley, in a large search).
+    Floors {
+        first: u32,
+        last: u32,
+        old: u64,
     },
     Place {
         item: u32,
@@ -214,12 +228,13 @@ pub struct Search<'a> {
     trail: Vec<Change>,
     candidates: Vec<u32>,
     branching: Branching,
-    /// Large components branch on the leftmost column covered, found without a look at the
-    /// rest of the valley (see [`LEFTMOST_ONLY_ITEMS`]).
-    leftmost_only: bool,
+    /// A large component (see [`LARGE_SEARCH_ITEMS`]): branches on the leftmost column
+    /// covered, found without a look at the rest of the valley, keeps no `rest` nor release
+    /// inference, and records a raised valley as one change.
+    large: bool,
     /// Per done column, the frame whose child placed its last buffer.
     done_at: Vec<usize>,
-    /// Free items live in each column; empty on components above [`LIVE_LISTS_MAX`].
+    /// Free items live in each column; empty in a large search ([`LARGE_SEARCH_ITEMS`]).
     live_items: Vec<Vec<u32>>,
     /// Per item, the highest floor across its lifetime: it cannot be placed lower.
     release: Vec<u64>,
@@ -338,15 +353,11 @@ impl<'a> Search<'a> {
             })
             .unzip();
         let classes = class_members.len();
-        // The release inference needs the items live in each column: (buffer, column) pairs
-        // over the lifetimes, which on a long trace with long-lived buffers is far more than
-        // the input (10,000 saved activations over 30,000 columns: 3 * 10^8). Above
-        // LIVE_LISTS_MAX pairs, or LEFTMOST_ONLY_ITEMS items, the lists are not built and
-        // the inference is skipped: the search stays complete, only prunes less, and its
-        // memory stays linear. (On a 10,000-buffer training trace the inference took 65 % of
-        // the time, 1.5 ms a node, and the deadline was polled late.)
+        // The release inference needs the items live in each column; a large search does
+        // without (see LARGE_SEARCH_ITEMS).
+        let large = items.len() > LARGE_SEARCH_ITEMS || component.span_total() > LARGE_SEARCH_SPAN;
         let mut live_items: Vec<Vec<u32>> = Vec::new();
-        if items.len() <= LEFTMOST_ONLY_ITEMS && component.span_total() <= LIVE_LISTS_MAX {
+        if !large {
             live_items = vec![Vec::new(); columns];
             for &index in &rank_order {
                 let item = &items[index as usize];
@@ -376,7 +387,7 @@ impl<'a> Search<'a> {
             live_items,
             done_at: vec![NO_JUMP; columns],
             branching: Branching::FewestChildren,
-            leftmost_only: items.len() > LEFTMOST_ONLY_ITEMS,
+            large,
             release: vec![0; items.len()],
             epoch: 0,
             item_stamp: vec![0; items.len()],
@@ -536,6 +547,9 @@ impl<'a> Search<'a> {
                     self.floor[column as usize] = old;
                     self.rest[column as usize] = old_rest;
                 }
+                Change::Floors { first, last, old } => {
+                    self.floor[first as usize..=last as usize].fill(old);
+                }
                 Change::Place { item } => {
                     let item = item as usize;
                     let it = &self.component.items[item];
@@ -570,6 +584,17 @@ impl<'a> Search<'a> {
         });
         self.floor[column] = value;
         self.rest[column] = rest;
+    }
+
+    /// Raises the floor of columns `first..=last`, all at `old`, to `value`, as one change
+    /// (large searches, which keep no `rest`).
+    fn raise_floors(&mut self, first: usize, last: usize, old: u64, value: u64) {
+        self.trail.push(Change::Floors {
+            first: first as u32,
+            last: last as u32,
+            old,
+        });
+        self.floor[first..=last].fill(value);
     }
 
     /// Whether `item` at `offset` would rest on a placed buffer (or on 0): otherwise it
@@ -609,8 +634,14 @@ impl<'a> Search<'a> {
         if bound > self.cap {
             return None;
         }
+        if self.large {
+            // The whole lifetime lies in the valley, all at the frame's level: one change.
+            self.raise_floors(start, end, frame.level, offset + size);
+        }
         for column in start..=end {
-            self.set_floor(column, offset + size, offset + size);
+            if !self.large {
+                self.set_floor(column, offset + size, offset + size);
+            }
             self.remaining[column] -= size;
             self.live[column] -= 1;
             if self.live[column] == 0 {
@@ -637,8 +668,12 @@ impl<'a> Search<'a> {
         if bound > self.cap {
             return None;
         }
-        for column in first..=last {
-            self.set_floor(column, frame.wall, self.rest[column]);
+        if self.large {
+            self.raise_floors(first, last, frame.level, frame.wall);
+        } else {
+            for column in first..=last {
+                self.set_floor(column, frame.wall, self.rest[column]);
+            }
         }
         self.propagate(first, last, frame.wall, bound)
     }
@@ -651,7 +686,7 @@ impl<'a> Search<'a> {
     /// if a column cannot fit under the cap.
     fn propagate(&mut self, first: usize, last: usize, floor: u64, bound: u64) -> Option<u64> {
         if self.live_items.is_empty() {
-            // Too large for the per-column lists (see [`Search::new`]).
+            // A large search (see [`LARGE_SEARCH_ITEMS`]).
             return Some(bound);
         }
         self.epoch = self.epoch.wrapping_add(1);
@@ -806,7 +841,7 @@ impl<'a> Search<'a> {
                 }
                 let offset = align_up(level, it.align);
                 if self.fixed.is_empty() {
-                    if !self.rests(index, offset) {
+                    if !self.large && !self.rests(index, offset) {
                         continue;
                     }
                 } else if self.hits_fixed(index, offset) {
@@ -814,7 +849,7 @@ impl<'a> Search<'a> {
                 }
                 self.candidates.push(item);
             }
-            if self.leftmost_only && self.candidates.len() > candidates_first {
+            if self.large && self.candidates.len() > candidates_first {
                 // Every candidate found starts here, the leftmost column any covers.
                 break;
             }
@@ -828,7 +863,7 @@ impl<'a> Search<'a> {
                 return None;
             }
             LastChild::Close
-        } else if self.leftmost_only {
+        } else if self.large {
             // The candidates all start at the leftmost column any covers; the columns before
             // it stay empty at this level, which needs slack there.
             let column = self.component.items[self.candidates[candidates_first] as usize].start;
