@@ -108,7 +108,7 @@ impl Packer for ExactPacker {
         // the greedy height takes more than 10 s to get below the budget); the goal
         // "smallest" then minimises from there.
         let fits_in = room.map(|room| room / problem.unit);
-        let mut outcome = improve(
+        let mut outcome = search_unless_late(
             &problem.components,
             &mut offsets,
             fits_in.unwrap_or(0),
@@ -117,7 +117,7 @@ impl Packer for ExactPacker {
         );
         if self.goal == Goal::Smallest && fits_in.is_some() {
             let fitting = outcome.nodes;
-            outcome = improve(
+            outcome = search_unless_late(
                 &problem.components,
                 &mut offsets,
                 0,
@@ -188,6 +188,30 @@ impl Packer for ExactPacker {
             packing.note
         ));
         Ok(packing)
+    }
+}
+
+/// [`improve`], unless the deadline already passed: setting up the searches of a component
+/// takes O(n log n) (hundreds of milliseconds at a million buffers), not to be spent late.
+fn search_unless_late(
+    components: &[crate::problem::Component],
+    offsets: &mut [Vec<u64>],
+    enough: u64,
+    deadline: Deadline<'_>,
+    techniques: Techniques,
+) -> Outcome {
+    if !deadline.passed() {
+        return improve(components, offsets, enough, deadline, techniques);
+    }
+    Outcome {
+        height: components
+            .iter()
+            .zip(offsets.iter())
+            .map(|(component, offsets)| component.height(offsets))
+            .max()
+            .unwrap_or(0),
+        lower_bound: components.iter().map(|c| c.lower_bound).max().unwrap_or(0),
+        nodes: 0,
     }
 }
 
