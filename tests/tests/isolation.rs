@@ -315,6 +315,38 @@ fn bench_with_isolate_fails_only_the_crashing_planner_s_row() {
 }
 
 #[test]
+fn bench_flags_a_planner_that_overran_its_time_limit() {
+    let dir = misbehaving_dir("bench-late");
+    let output = memplan()
+        .arg("bench")
+        .arg(memplan_tests::tiny_model())
+        .args(["--planner", "fixture-late,linear", "--runs", "1"])
+        .args(["--planner-options", r#"fixture-late={"time_limit_s": 0.1}"#])
+        .args(["--timeout", "30", "--plugin-dir"])
+        .arg(&dir)
+        .output()
+        .expect("run memplan bench");
+    // An overrun is flagged, not a failure: the plan is still good.
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    let late = text.lines().find(|line| line.contains("fixture-late"));
+    let late = late.unwrap_or_else(|| panic!("no fixture-late row: {}", describe(&output)));
+    // 100 ms given (the option wins over --timeout), 400 ms taken.
+    assert!(
+        late.contains("  100  OVERRAN: slowest run 4"),
+        "{}",
+        describe(&output)
+    );
+    // linear has no limit of its own: --timeout is its limit, and it keeps within it.
+    let linear = text.lines().find(|line| line.contains("linear")).unwrap();
+    assert!(
+        linear.ends_with("  30000") && !linear.contains("OVERRAN"),
+        "{}",
+        describe(&output)
+    );
+}
+
+#[test]
 fn an_in_process_crash_names_the_planner_and_suggests_isolate() {
     // Without --isolate a crash takes memplan down; it still says which planner did it, and
     // exits with the plugin-failure code instead of a bare signal status.

@@ -16,7 +16,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::registry::Registry;
 use crate::report::bench::{format_csv, format_text, rows_json};
-use crate::selection::measure::{measure_planner, BenchRow};
+use crate::selection::measure::{measure_planner, time_limit, BenchRow};
 
 pub fn run(config: &BenchConfig) -> Result<ExitCode> {
     if config.solutions.is_some() {
@@ -39,10 +39,19 @@ pub fn run(config: &BenchConfig) -> Result<ExitCode> {
             config.options.set_for(&mut analysis.request, planner);
             // External tensors are not the planner's, nor in the lower bound.
             let planner_request = analysis.planner_request();
+            let limit = time_limit(
+                &planner_request.options,
+                registry
+                    .find(planner)
+                    .ok()
+                    .and_then(|handle| handle.default_time_limit()),
+                config.limits.timeout,
+            );
             let measured = measure_planner(
                 &planner_request,
                 planner,
                 config.runs,
+                limit,
                 || {
                     progress.set_message(format!("{label} {planner}"));
                     progress.inc(1);

@@ -7,6 +7,8 @@
 //! a planner memplan's own (trusted, run in process by `--isolate=auto`); where a file lies
 //! never does.
 
+use std::time::Duration;
+
 use memplan_plugin_api::{PlannerEntry, PluginModuleRef};
 
 /// The root modules linked in, in registration order.
@@ -24,6 +26,16 @@ pub fn entries() -> Vec<PlannerEntry> {
         .iter()
         .flat_map(|module| module.planners().as_slice().iter().copied())
         .collect()
+}
+
+/// The time a built-in planner gives itself when its options name none (its `time_limit_s`
+/// default), `None` for the planners that run once through and have no limit of their own.
+pub fn default_time_limit(name: &str) -> Option<Duration> {
+    match name {
+        "exact" => Some(memplan_planner_exact::DEFAULT_TIME_LIMIT),
+        "portfolio" => Some(memplan_planner_exact::portfolio::DEFAULT_TIME_LIMIT),
+        _ => None,
+    }
 }
 
 /// The names of the built-in planners, in registration order.
@@ -46,5 +58,23 @@ mod tests {
             assert!(super::super::is_valid_planner_name(entry.name.as_str()));
             assert!(!entry.version.as_str().is_empty());
         }
+    }
+
+    #[test]
+    fn the_searching_planners_have_their_documented_default_limits() {
+        // The descriptions `memplan planners` prints state the same defaults.
+        for (name, seconds) in [("exact", 10), ("portfolio", 1)] {
+            assert_eq!(default_time_limit(name), Some(Duration::from_secs(seconds)));
+            let entry = entries()
+                .into_iter()
+                .find(|entry| entry.name.as_str() == name)
+                .unwrap();
+            let description = entry.description.as_str();
+            assert!(
+                description.contains(&format!("default {seconds}")),
+                "{description}"
+            );
+        }
+        assert_eq!(default_time_limit("greedy-bestfit"), None);
     }
 }

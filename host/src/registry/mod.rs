@@ -124,6 +124,16 @@ impl PlannerHandle {
         }
     }
 
+    /// The time this planner gives itself when its options name none: known for memplan's
+    /// own searching planners (`exact`, `portfolio`), `None` otherwise.
+    pub fn default_time_limit(&self) -> Option<std::time::Duration> {
+        if self.shipped() {
+            builtin::default_time_limit(&self.name)
+        } else {
+            None
+        }
+    }
+
     /// Whether this planner is memplan's own (built in); `--isolate=auto` runs the others in
     /// a sandboxed worker.
     pub fn shipped(&self) -> bool {

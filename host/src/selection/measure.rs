@@ -6,7 +6,11 @@
 //!   (before the arena is rounded up to its alignment), summed over the scratch arenas;
 //! - *lower bound*: [`arena_lower_bound`] of every scratch tensor (aliases excepted), the same
 //!   for all planners and the same figure as the plan's table when they share one arena;
-//! - *time*: the median wall time of `--runs` calls of the planner.
+//! - *time*: the median wall time of `--runs` calls of the planner, and the slowest;
+//! - *limit*: the time the planner was given ([`time_limit`]): its `time_limit_s` option, else
+//!   its documented default (built-in planners), capped by `--timeout`. A run slower than the
+//!   limit by more than [`OVERRUN_SLACK_PERCENT`] % + [`OVERRUN_SLACK`] *overran* it, and its
+//!   row says so: a planner must return its best plan so far when its time is up.
 //!
 //! Every run of a planner must give the same plan; a planner that does not is reported as
 //! failed. That plan is then checked once, outside the timed runs, with the same checker as
@@ -30,16 +34,34 @@ use crate::error::{Error, Result};
 /// `memplan plan` with the same planner lists them all.
 pub const VIOLATIONS_SHOWN: usize = 3;
 
+/// How far past its time limit a planner run may end, in percent of the limit, before it
+/// counts as an overrun (plus [`OVERRUN_SLACK`]): returning takes a moment after the stop.
+pub const OVERRUN_SLACK_PERCENT: u32 = 10;
+/// How far past its time limit a planner run may end, beyond [`OVERRUN_SLACK_PERCENT`].
+pub const OVERRUN_SLACK: Duration = Duration::from_millis(50);
+
 /// One planner's figures on one input.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Measurement {
     pub height: u64,
     pub lower_bound: u64,
     pub median_time: Duration,
+    /// The slowest run's time.
+    pub max_time: Duration,
+    /// The time the planner was given, when one is known ([`time_limit`]).
+    pub limit: Option<Duration>,
     pub runs: u32,
 }
 
 impl Measurement {
+    /// Whether the slowest run ended later than the limit allows (see the module
+    /// documentation).
+    pub fn overran(&self) -> bool {
+        self.limit.is_some_and(|limit| {
+            self.max_time > limit + limit * OVERRUN_SLACK_PERCENT / 100 + OVERRUN_SLACK
+        })
+    }
+
     /// `height / lower_bound` (1 when both are 0).
     pub fn ratio(&self) -> f64 {
         if self.lower_bound == 0 {
@@ -62,13 +84,33 @@ pub struct BenchRow {
     pub outcome: Result<Measurement>,
 }
 
+/// The time a planner is given: `time_limit_s` in its `options` (a JSON object; the
+/// convention of memplan's planners), else `default` (its documented default, when known),
+/// capped by the host's `timeout`. `None` when none of them is known.
+pub fn time_limit(
+    options: &str,
+    default: Option<Duration>,
+    timeout: Option<Duration>,
+) -> Option<Duration> {
+    let given = serde_json::from_str::<serde_json::Value>(options)
+        .ok()
+        .and_then(|options| options.get("time_limit_s")?.as_f64())
+        .and_then(|seconds| Duration::try_from_secs_f64(seconds).ok());
+    match (given.or(default), timeout) {
+        (Some(limit), Some(timeout)) => Some(limit.min(timeout)),
+        (limit, timeout) => limit.or(timeout),
+    }
+}
+
 /// Calls `plan` `runs` times (at least once), then `check`s the plan it gives (once, untimed)
-/// and measures it; fails with the planner's error, when two runs give different plans, or
-/// when `check` rejects the plan (kind `Rejected`, naming the first violations).
+/// and measures it against `limit` (see [`time_limit`]); fails with the planner's error, when
+/// two runs give different plans, or when `check` rejects the plan (kind `Rejected`, naming
+/// the first violations).
 pub fn measure_planner(
     request: &PlanRequest,
     planner: &str,
     runs: u32,
+    limit: Option<Duration>,
     mut plan: impl FnMut() -> Result<MemoryPlan>,
     check: impl FnOnce(MemoryPlan) -> Result<MemoryPlan, Violations>,
 ) -> Result<(Measurement, MemoryPlan)> {
@@ -100,6 +142,8 @@ pub fn measure_planner(
         height,
         lower_bound: scratch_lower_bound(request),
         median_time: times[times.len() / 2],
+        max_time: times[times.len() - 1],
+        limit,
         runs,
     };
     Ok((measurement, plan))
@@ -227,6 +271,7 @@ mod tests {
             &empty_request(),
             "p",
             5,
+            None,
             || {
                 calls += 1;
                 Ok(plan_with_height(48))
@@ -252,6 +297,7 @@ mod tests {
             &empty_request(),
             "flaky",
             3,
+            None,
             || {
                 calls += 1;
                 Ok(plan_with_height(32 * calls))
@@ -274,6 +320,7 @@ mod tests {
             &empty_request(),
             "timed",
             3,
+            None,
             || {
                 calls += 1;
                 let mut plan = plan_with_height(32);
@@ -296,6 +343,7 @@ mod tests {
             &empty_request(),
             "sloppy",
             2,
+            None,
             || Ok(plan_with_height(16)),
             |_| Err(Violations(violations)),
         )
@@ -318,5 +366,67 @@ mod tests {
         }
         assert!(!message.contains("overlap number 4"), "{message}");
         assert!(message.ends_with("and 2 more; `memplan plan` with this planner lists them"));
+    }
+
+    #[test]
+    fn the_limit_is_the_option_else_the_default_capped_by_the_timeout() {
+        let s = Duration::from_secs_f64;
+        assert_eq!(time_limit("{}", None, None), None);
+        assert_eq!(time_limit("{}", Some(s(1.0)), None), Some(s(1.0)));
+        let given = r#"{"time_limit_s": 2.5, "goal": "fast"}"#;
+        assert_eq!(time_limit(given, Some(s(1.0)), None), Some(s(2.5)));
+        assert_eq!(time_limit(given, None, Some(s(2.0))), Some(s(2.0)));
+        assert_eq!(time_limit("{}", None, Some(s(3.0))), Some(s(3.0)));
+        assert_eq!(time_limit("{}", Some(s(10.0)), Some(s(3.0))), Some(s(3.0)));
+        // Not a number of seconds: the planner refuses it; the bench knows no limit from it.
+        assert_eq!(time_limit(r#"{"time_limit_s": "x"}"#, None, None), None);
+        assert_eq!(
+            time_limit(r#"{"time_limit_s": -1}"#, Some(s(1.0)), None),
+            Some(s(1.0))
+        );
+    }
+
+    #[test]
+    fn a_run_past_the_limit_and_its_slack_is_an_overrun_and_the_slowest_run_counts() {
+        let mut calls = 0u64;
+        let measure = |limit: Option<Duration>, calls: &mut u64| {
+            measure_planner(
+                &empty_request(),
+                "slow",
+                3,
+                limit,
+                || {
+                    *calls += 1;
+                    // The second run is the slow one: 120 ms, the others 1 ms.
+                    let pause = if *calls % 3 == 2 { 120 } else { 1 };
+                    std::thread::sleep(Duration::from_millis(pause));
+                    Ok(plan_with_height(32))
+                },
+                Ok,
+            )
+            .unwrap()
+            .0
+        };
+        let measured = measure(Some(Duration::from_millis(50)), &mut calls);
+        assert!(
+            measured.median_time < Duration::from_millis(100),
+            "{measured:?}"
+        );
+        assert!(
+            measured.max_time >= Duration::from_millis(120),
+            "{measured:?}"
+        );
+        // 50 ms + 10 % + 50 ms = 105 ms < 120 ms.
+        assert!(measured.overran(), "{measured:?}");
+        // 100 ms + 10 % + 50 ms = 160 ms: the edge.
+        let ending_at = |millis| Measurement {
+            limit: Some(Duration::from_millis(100)),
+            max_time: Duration::from_millis(millis),
+            ..measured.clone()
+        };
+        assert!(!ending_at(160).overran());
+        assert!(ending_at(161).overran());
+        let unlimited = measure(None, &mut calls);
+        assert!(!unlimited.overran());
     }
 }

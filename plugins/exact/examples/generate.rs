@@ -2,7 +2,7 @@
 //! the planners' benchmarks read:
 //!
 //! ```text
-//! cargo run --release -p memplan-planner-kit --features testing --example generate -- SPEC > FILE.csv
+//! cargo run --release -p memplan-planner-exact --example generate -- SPEC > FILE.csv
 //! ```
 //!
 //! SPEC is one of `band:N`, `all-live:N[:SEED]`, `random:N[:SEED]`, `model:N[:SEED]`,
