@@ -410,6 +410,15 @@ impl<'a> Search<'a> {
         self
     }
 
+    /// The same search as a large one ([`LARGE_SEARCH_ITEMS`]), for tests on small
+    /// instances.
+    #[cfg(test)]
+    fn into_large(mut self) -> Search<'a> {
+        self.large = true;
+        self.live_items = Vec::new();
+        self
+    }
+
     /// Best packing found so far: height and offsets (units) per item of the component.
     pub fn best(&self) -> Option<&(u64, Vec<u64>)> {
         self.best.as_ref()
