@@ -6,7 +6,7 @@
 //! 1. splits the buffers into independent components (lifetimes chained by overlap) and
 //!    counts sizes in units of the smallest alignment ([`problem`]);
 //! 2. takes a greedy packing of each component as the first upper bound ([`greedy`]: the
-//!    first may take all the time, the others begin only in its first half) and the peak
+//!    first may take all the time, the others stop at half of it) and the peak
 //!    liveness as the lower bound;
 //! 3. for every component above the arena's lower bound, runs resumable searches over
 //!    canonical packings ([`search`]) round-robin with doubling node budgets ([`schedule`]):

@@ -79,8 +79,8 @@ impl Packer for ExactPacker {
             at: Some(deadline),
             context,
         };
-        // The first greedy packing of a component may take all the time; the others begin
-        // only in the first half: on large components one greedy packing can take seconds,
+        // The first greedy packing of a component may take all the time; the others stop at
+        // half of it: on large components one greedy packing can take seconds,
         // and the searches need the rest to improve on it. Components without a greedy start
         // by the deadline keep a stack (valid, without any reuse), which is no plan to return.
         let greedy_deadline = Deadline {
@@ -371,8 +371,8 @@ mod tests {
     /// The height of the first greedy packing the packer starts from (the others may be
     /// cut short by the deadline), in bytes.
     fn greedy_start(buffers: &[Buffer]) -> u64 {
-        let (_, order) = memplan_planner_kit::Order::ALL[0];
-        memplan_planner_kit::pack_greedy(buffers, order, memplan_planner_kit::Fit::Best).height
+        let first = greedy::ORDERS[0];
+        memplan_planner_kit::pack_greedy(buffers, first, memplan_planner_kit::Fit::Best).height
     }
 
     #[test]
