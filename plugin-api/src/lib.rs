@@ -5,7 +5,9 @@
 //! - [`context`]: the host context (logging, cancellation, deadline) passed to every call;
 //! - [`export`]: the root module, [`Planner`] and [`export_planners!`], which makes a plugin
 //!   in a few lines and turns every panic into an error value;
-//! - [`bounds`]: the arena lower bound shared by host and planners.
+//! - [`bounds`]: the arena lower bound shared by host and planners;
+//! - [`c_abi`]: the C interface of `include/memplan_planner.h`, for planners written in C or
+//!   C++ (packers the host runs through the planner kit).
 //!
 //! This crate is the ABI and nothing else: its version changes only when the ABI does. The
 //! planner kit (the shared passes for constants, persistent tensors, scratch with spill and
@@ -30,6 +32,7 @@
 
 pub mod abi;
 pub mod bounds;
+pub mod c_abi;
 pub mod context;
 #[doc(hidden)]
 pub mod export;

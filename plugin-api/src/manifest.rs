@@ -8,6 +8,12 @@
 //! Format 2: [`MANIFEST_MAGIC`], the ABI version and `\n`, then one line per planner: name,
 //! tab, version, tab, description, `\n` (tabs and line breaks inside a field are written as
 //! spaces). Format 1, names only (one per line after `memplan-planners/1\n`), is still read.
+//!
+//! A C planner's manifest (written by `MEMPLAN_MANIFEST` of `memplan_planner.h`, see
+//! [`crate::c_abi`]) is format 2 with the ABI line `c ` and the C ABI version (`c 1.0`), and a
+//! fourth field on each planner line: tab, the symbol of the planner's entry function. A host
+//! that predates C planners reads `c 1.0` as a plugin ABI it does not speak and refuses the file
+//! saying so.
 
 /// The section's name in an ELF file (Linux and other Unix systems).
 pub const MANIFEST_SECTION: &str = ".memplan_planners";
@@ -26,12 +32,29 @@ pub struct DeclaredPlanner {
     pub version: String,
     /// Empty in a manifest of format 1.
     pub description: String,
+    /// A C planner's entry function (a `memplan_pack_fn`), by its symbol; empty for a Rust
+    /// planner (its entry is in the root module).
+    pub entry: String,
+}
+
+/// Which interface a plugin file's planners are built against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlannerInterface {
+    /// The Rust plugin ABI (abi_stable, `export_planners!`): the file's root module lists its
+    /// planners.
+    Rust,
+    /// The C interface of `memplan_planner.h` ([`crate::c_abi`]): each planner is a packer
+    /// function the manifest names.
+    C,
 }
 
 /// A plugin file's manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Manifest {
-    /// The plugin ABI the file was built against (`None` in a manifest of format 1).
+    pub interface: PlannerInterface,
+    /// The version of the interface the file was built against: the plugin ABI
+    /// ([`crate::ABI_VERSION`]; `None` in a manifest of format 1) or the C ABI
+    /// ([`crate::c_abi::C_ABI_VERSION`]).
     pub abi_version: Option<String>,
     pub planners: Vec<DeclaredPlanner>,
 }
@@ -120,9 +143,11 @@ pub fn parse_manifest(section: &[u8]) -> Option<Manifest> {
                 name: name.to_string(),
                 version: String::new(),
                 description: String::new(),
+                entry: String::new(),
             })
             .collect();
         return Some(Manifest {
+            interface: PlannerInterface::Rust,
             abi_version: None,
             planners,
         });
@@ -130,20 +155,39 @@ pub fn parse_manifest(section: &[u8]) -> Option<Manifest> {
     if lines.is_empty() {
         return None;
     }
-    let abi_version = lines.remove(0).to_string();
+    let abi_line = lines.remove(0);
+    let (interface, abi_version) =
+        match abi_line.strip_prefix(crate::c_abi::MANIFEST_INTERFACE_PREFIX) {
+            Some(version) => (PlannerInterface::C, version),
+            None => (PlannerInterface::Rust, abi_line),
+        };
     let planners = lines
         .into_iter()
-        .map(|line| {
-            let mut fields = line.splitn(3, '\t');
-            Some(DeclaredPlanner {
-                name: fields.next()?.to_string(),
-                version: fields.next()?.to_string(),
-                description: fields.next()?.to_string(),
-            })
+        .map(|line| match interface {
+            PlannerInterface::Rust => {
+                let mut fields = line.splitn(3, '\t');
+                Some(DeclaredPlanner {
+                    name: fields.next()?.to_string(),
+                    version: fields.next()?.to_string(),
+                    description: fields.next()?.to_string(),
+                    entry: String::new(),
+                })
+            }
+            PlannerInterface::C => {
+                let mut fields = line.split('\t');
+                let planner = DeclaredPlanner {
+                    name: fields.next()?.to_string(),
+                    version: fields.next()?.to_string(),
+                    description: fields.next()?.to_string(),
+                    entry: fields.next()?.to_string(),
+                };
+                fields.next().is_none().then_some(planner)
+            }
         })
         .collect::<Option<Vec<_>>>()?;
     Some(Manifest {
-        abi_version: Some(abi_version),
+        interface,
+        abi_version: Some(abi_version.to_string()),
         planners,
     })
 }
@@ -179,5 +223,38 @@ mod tests {
         assert_eq!(parse_manifest(b"memplan-planners/3\nexact\n"), None);
         assert_eq!(parse_manifest(b"memplan-planners/1\nexact"), None);
         assert_eq!(parse_manifest(b"memplan-planners/2\n1.0.0\nexact\n"), None);
+    }
+
+    #[test]
+    fn c_manifests_name_the_c_abi_and_each_entry_function() {
+        // What MEMPLAN_MANIFEST of memplan_planner.h writes, with the C string's final NUL.
+        let section =
+            b"memplan-planners/2\nc 1.0\nc-first-fit\t1.2.0\tfirst fit\tfirst_fit_pack\n\0";
+        let manifest = parse_manifest(section).unwrap();
+        assert_eq!(manifest.interface, PlannerInterface::C);
+        assert_eq!(manifest.abi_version.as_deref(), Some("1.0"));
+        assert_eq!(
+            manifest.planners,
+            vec![DeclaredPlanner {
+                name: "c-first-fit".to_string(),
+                version: "1.2.0".to_string(),
+                description: "first fit".to_string(),
+                entry: "first_fit_pack".to_string(),
+            }]
+        );
+        // A C planner line without its entry, or with a fifth field, is not a manifest.
+        assert_eq!(
+            parse_manifest(b"memplan-planners/2\nc 1.0\nc-first-fit\t1.2.0\tfirst fit\n"),
+            None
+        );
+        assert_eq!(
+            parse_manifest(b"memplan-planners/2\nc 1.0\na\t1\td\tf\tg\n"),
+            None
+        );
+        // A Rust manifest's description may hold what looks like a fourth field.
+        let rust = parse_manifest(b"memplan-planners/2\n1.0.0\nexact\t1\ta\tb\n").unwrap();
+        assert_eq!(rust.interface, PlannerInterface::Rust);
+        assert_eq!(rust.planners[0].description, "a\tb");
+        assert_eq!(rust.planners[0].entry, "");
     }
 }

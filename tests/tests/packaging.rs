@@ -91,7 +91,15 @@ fn plugin_api_planner_kit_and_minimalloc_package_for_crates_io() {
         .join(format!("memplan-planner-kit-{kit_version}.crate"));
 
     let (files, manifest) = crate_contents(&api);
-    for file in ["README.md", "build.rs", "src/lib.rs", "src/abi.rs"] {
+    // The C header ships in the crate, where a vendor of a C planner finds it.
+    for file in [
+        "README.md",
+        "build.rs",
+        "src/lib.rs",
+        "src/abi.rs",
+        "src/c_abi.rs",
+        "include/memplan_planner.h",
+    ] {
         assert!(files.iter().any(|f| f == file), "{file} not in {files:?}");
     }
     for field in ["license = ", "repository = ", "readme = ", "description = "] {

@@ -83,6 +83,7 @@ fn planners_json_lists_the_built_in_planners_and_files_with_their_sha256() {
         keys(linear),
         [
             "description",
+            "interface",
             "name",
             "path",
             "sha256",
@@ -92,6 +93,7 @@ fn planners_json_lists_the_built_in_planners_and_files_with_their_sha256() {
     );
     // Built into memplan: memplan's own, run in process by default, with no file.
     assert_eq!(linear["shipped"], true);
+    assert_eq!(linear["interface"], "rust");
     assert_eq!(linear["path"], "built in");
     assert_eq!(linear["sha256"], "built in");
     assert!(!linear["version"].as_str().unwrap().is_empty());

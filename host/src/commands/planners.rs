@@ -1,6 +1,6 @@
 //! `memplan planners`: list the planners (name, version, description, file — `built in` for
-//! memplan's own —, the file's SHA-256 and where the planner runs by default), then the files
-//! that were rejected and why.
+//! memplan's own —, the file's SHA-256, the interface it is built against and where the planner
+//! runs by default), then the files that were rejected and why.
 
 use std::process::ExitCode;
 
@@ -10,6 +10,7 @@ use crate::cli::config::PlannersConfig;
 use crate::cli::Format;
 use crate::error::{Error, Result};
 use crate::registry::Registry;
+use memplan_plugin_api::manifest::PlannerInterface;
 
 /// The `--format json` document: exactly these fields, for scripts.
 #[derive(Serialize)]
@@ -27,6 +28,8 @@ struct PlannerRecord<'a> {
     path: String,
     /// The file's SHA-256, or `built in`.
     sha256: &'a str,
+    /// `rust` (the plugin ABI) or `c` (`memplan_planner.h`).
+    interface: &'static str,
     /// Built into memplan: runs in process by default, where third-party planners (every
     /// plugin file) run sandboxed (`--isolate=auto`).
     shipped: bool,
@@ -59,6 +62,10 @@ fn json_listing(registry: &Registry) -> Result<String> {
                 description: &planner.description,
                 path: planner.source.path_label(),
                 sha256: planner.source.sha256_label(),
+                interface: match planner.interface {
+                    PlannerInterface::Rust => "rust",
+                    PlannerInterface::C => "c",
+                },
                 shipped: planner.shipped(),
             })
             .collect(),
@@ -90,8 +97,15 @@ fn text_listing(registry: &Registry) -> String {
                 file.sha256
             ),
         };
+        let interface = match planner.interface {
+            PlannerInterface::Rust => "Rust (plugin ABI)".to_string(),
+            PlannerInterface::C => format!(
+                "C (memplan_planner.h, C ABI {})",
+                memplan_plugin_api::c_abi::C_ABI_VERSION
+            ),
+        };
         out.push_str(&format!(
-            "{} {}\n    {}\n{origin}    runs:   {}\n",
+            "{} {}\n    {}\n{origin}    abi:    {interface}\n    runs:   {}\n",
             planner.name,
             planner.version,
             planner.description,

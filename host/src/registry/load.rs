@@ -1,5 +1,6 @@
 //! Loading one plugin file: open it with the dynamic loader, check its ABI and initialize its
-//! root module.
+//! root module (a Rust plugin), or find the packer functions its manifest names (a C planner,
+//! `memplan_planner.h`).
 //!
 //! This is deliberately separate from the directory scan: the file arrives already opened,
 //! permission-checked and hashed by [`trust`](super::trust), and is loaded through its open
@@ -16,10 +17,20 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use abi_stable::library::{lib_header_from_raw_library, LibraryError, RawLibrary};
-use memplan_plugin_api::manifest::Manifest;
+use memplan_plugin_api::c_abi::{CPackFn, C_ABI_VERSION};
+use memplan_plugin_api::manifest::{DeclaredPlanner, Manifest, PlannerInterface};
 use memplan_plugin_api::{PlannerEntry, PluginModuleRef, ABI_VERSION};
 
 use super::trust::OpenedPlugin;
+use crate::runner::{CPlanner, PlannerFn};
+
+/// A plugin file loaded into a process, by its interface.
+#[derive(Clone, Copy)]
+enum LoadedFile {
+    Rust(PluginModuleRef),
+    /// Never unloaded (leaked), like a Rust plugin's library.
+    C(&'static libloading::os::unix::Library),
+}
 
 /// A third-party plugin file memplan has opened, checked and hashed, and read the manifest of,
 /// but not loaded: memplan never runs a third-party file's code in its own process unless told
@@ -29,7 +40,7 @@ pub struct DeferredPlugin {
     opened: OpenedPlugin,
     manifest: Manifest,
     /// The file loaded into this process, once (`--isolate=never`).
-    in_process: OnceLock<Result<PluginModuleRef, String>>,
+    in_process: OnceLock<Result<LoadedFile, String>>,
 }
 
 impl std::fmt::Debug for DeferredPlugin {
@@ -64,23 +75,49 @@ impl DeferredPlugin {
     }
 
     /// Loads the file from `load_path` (a path naming the open file: the worker's
-    /// `/proc/self/fd/N`) and returns planner `name`'s entry. The file must export exactly the
-    /// planners its manifest lists. The error is a one-line reason for the user.
-    pub fn load_planner(&self, load_path: &Path, name: &str) -> Result<PlannerEntry, String> {
-        let module = open_module(load_path).map_err(describe_deferred_failure)?;
-        self.planner_of(module, name)
+    /// `/proc/self/fd/N`) and returns planner `name`'s code. A Rust plugin must export exactly
+    /// the planners its manifest lists; a C planner's file, the packer function its manifest
+    /// names. The error is a one-line reason for the user.
+    pub fn load_planner(&self, load_path: &Path, name: &str) -> Result<PlannerFn, String> {
+        let file = self.load(load_path)?;
+        self.planner_in(file, name)
     }
 
-    /// Planner `name`'s entry, the file loaded into memplan's own process (once).
-    pub fn load_planner_in_process(&self, name: &str) -> Result<PlannerEntry, String> {
-        let module = self.in_process.get_or_init(|| {
+    /// Planner `name`'s code, the file loaded into memplan's own process (once).
+    pub fn load_planner_in_process(&self, name: &str) -> Result<PlannerFn, String> {
+        let file = self.in_process.get_or_init(|| {
             let load_path = self
                 .opened
                 .load_path()
                 .map_err(|error| format!("cannot keep the file open: {error}"))?;
-            open_module(&load_path).map_err(describe_deferred_failure)
+            self.load(&load_path)
         });
-        self.planner_of(*module.as_ref().map_err(Clone::clone)?, name)
+        self.planner_in(*file.as_ref().map_err(Clone::clone)?, name)
+    }
+
+    /// Loads the file from `load_path` as its manifest's interface says.
+    fn load(&self, load_path: &Path) -> Result<LoadedFile, String> {
+        match self.manifest.interface {
+            PlannerInterface::Rust => open_module(load_path)
+                .map(LoadedFile::Rust)
+                .map_err(describe_deferred_failure),
+            PlannerInterface::C => open_c_library(load_path),
+        }
+    }
+
+    fn planner_in(&self, file: LoadedFile, name: &str) -> Result<PlannerFn, String> {
+        match file {
+            LoadedFile::Rust(module) => self.planner_of(module, name).map(PlannerFn::Rust),
+            LoadedFile::C(library) => {
+                let declared = self
+                    .manifest
+                    .planners
+                    .iter()
+                    .find(|planner| planner.name == name)
+                    .ok_or_else(|| format!("its manifest does not list planner `{name}`"))?;
+                c_packer_of(library, declared).map(PlannerFn::C)
+            }
+        }
     }
 
     fn planner_of(&self, module: PluginModuleRef, name: &str) -> Result<PlannerEntry, String> {
@@ -135,18 +172,87 @@ fn describe_deferred_failure(failure: LoadFailure) -> String {
     }
 }
 
-/// Why a manifest naming another plugin ABI than memplan's is refused, if it does (a manifest
-/// of format 1 names none: the loader checks when the file is loaded).
-pub fn abi_mismatch(manifest: &Manifest) -> Option<String> {
+/// Why a file is refused by its manifest alone, if it is: it names another plugin ABI major
+/// than memplan's (a manifest of format 1 names none: the loader checks when the file is
+/// loaded), another C ABI major, or a C entry function by something that is not a C
+/// identifier.
+pub fn manifest_refusal(manifest: &Manifest) -> Option<String> {
     let declared = manifest.abi_version.as_deref()?;
     let major = |version: &str| version.split('.').next().map(str::to_string);
-    (major(declared) != major(ABI_VERSION)).then(|| {
+    match manifest.interface {
+        PlannerInterface::Rust => (major(declared) != major(ABI_VERSION)).then(|| {
+            format!(
+                "built against plugin ABI {declared}, but this memplan uses plugin ABI \
+                 {ABI_VERSION}; rebuild the plugin against a memplan-plugin-api with ABI \
+                 {ABI_VERSION}"
+            )
+        }),
+        PlannerInterface::C => {
+            if major(declared) != major(C_ABI_VERSION) {
+                return Some(format!(
+                    "a C planner built against memplan_planner.h with C ABI {declared}, but \
+                     this memplan speaks C ABI {C_ABI_VERSION}; rebuild it against the \
+                     memplan_planner.h of this memplan's memplan-plugin-api (include/)"
+                ));
+            }
+            manifest
+                .planners
+                .iter()
+                .find(|planner| !is_c_identifier(&planner.entry))
+                .map(|planner| {
+                    format!(
+                        "its manifest names {:?} as the entry function of planner `{}`, which \
+                         is not a C identifier; name the packer's symbol in MEMPLAN_PLANNER",
+                        planner.entry, planner.name
+                    )
+                })
+        }
+    }
+}
+
+/// Whether `name` is a C identifier (what a packer's symbol must be).
+fn is_c_identifier(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == b'_')
+        && bytes.all(|byte| byte.is_ascii_alphanumeric() || byte == b'_')
+}
+
+/// Opens a C planner's library at `path` (for a checked file, its `/proc/self/fd/N`), every
+/// symbol bound now (`RTLD_NOW`: while the worker may still read the system's libraries), and
+/// leaks it: never unloaded.
+fn open_c_library(path: &Path) -> Result<LoadedFile, String> {
+    use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
+    // SAFETY: loading a library runs its constructors; the file is a checked plugin file,
+    // loaded where its planner runs (a sandboxed worker unless --isolate=never).
+    let library = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map_err(|error| {
         format!(
-            "built against plugin ABI {declared}, but this memplan uses plugin ABI \
-             {ABI_VERSION}; rebuild the plugin against a memplan-plugin-api with ABI \
-             {ABI_VERSION}"
+            "the dynamic loader cannot open it: {}",
+            one_line(&error.to_string())
         )
-    })
+    })?;
+    Ok(LoadedFile::C(Box::leak(Box::new(library))))
+}
+
+/// The packer of C planner `declared` in `library`.
+fn c_packer_of(
+    library: &'static libloading::os::unix::Library,
+    declared: &DeclaredPlanner,
+) -> Result<CPlanner, String> {
+    let mut symbol = declared.entry.clone().into_bytes();
+    symbol.push(0);
+    // SAFETY: the manifest says the symbol is a `memplan_pack_fn` (MEMPLAN_PACKER declares it
+    // with that type); the library is never unloaded.
+    let pack = unsafe { library.get::<CPackFn>(&symbol) }.map_err(|_| {
+        format!(
+            "it does not export `{}`, the entry function its manifest names for planner `{}`; \
+             define it with MEMPLAN_PACKER({}) of memplan_planner.h (exported, C linkage)",
+            declared.entry, declared.name, declared.entry
+        )
+    })?;
+    // SAFETY: as above.
+    Ok(unsafe { CPlanner::new(*pack) })
 }
 
 /// Opens the library at `path` (for a checked file, its `/proc/self/fd/N`) and initializes its
@@ -286,6 +392,25 @@ fn name_list(names: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn c_manifests_of_another_major_or_with_odd_entries_are_refused() {
+        use memplan_plugin_api::manifest::parse_manifest;
+        let c = |abi: &str, entry: &str| {
+            parse_manifest(
+                format!("memplan-planners/2\nc {abi}\nc-x\t1.0\tx\t{entry}\n").as_bytes(),
+            )
+            .unwrap()
+        };
+        assert_eq!(manifest_refusal(&c("1.0", "pack_x")), None);
+        assert_eq!(manifest_refusal(&c("1.7", "_pack2")), None);
+        let refusal = manifest_refusal(&c("2.0", "pack_x")).unwrap();
+        assert!(refusal.contains("C ABI 2.0"), "{refusal}");
+        for entry in ["", "2pack", "pack-x", "pack x"] {
+            let refusal = manifest_refusal(&c("1.0", entry)).unwrap();
+            assert!(refusal.contains("not a C identifier"), "{entry}: {refusal}");
+        }
+    }
 
     #[test]
     fn the_mismatched_type_is_named_from_the_layout_report() {

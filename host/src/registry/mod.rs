@@ -19,6 +19,12 @@
 //! - files that are not memplan plugins are skipped; files that are, but cannot be used
 //!   (wrong ABI, cannot be opened), are kept as [`Rejected`] with a one-line reason.
 //!
+//! A file's manifest also says which interface its planners are built against: the Rust plugin
+//! ABI (abi_stable, `export_planners!`), or the C interface of `memplan_planner.h`, whose
+//! planners are packers the planner kit runs ([`crate::runner::c_packer`]). Both are found,
+//! trusted, pinned, listed and run through the same paths; only loading differs
+//! ([`load`]).
+//!
 //! Before the loader sees a file, [`trust`] opens, permission-checks and hashes it under the
 //! user's [`TrustPolicy`]: insecure files are rejected, and when every selected planner is
 //! pinned to a SHA-256, files with other hashes are not loaded at all. A pinned planner found
@@ -37,11 +43,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use memplan_plugin_api::manifest::PlannerInterface;
 use memplan_plugin_api::{MemoryPlan, PlanRequest, PlannerEntry};
 
 use crate::error::{Error, Result};
 use crate::runner::{
-    isolate, plan_in_worker, run, run_planner, Isolation, RunLimits, WorkerCode, WorkerJob,
+    isolate, plan_in_worker, run, run_planner, Isolation, PlannerFn, RunLimits, WorkerCode,
+    WorkerJob,
 };
 pub use load::{open_module, DeferredPlugin, LoadFailure, PluginFile};
 pub use search::{candidate_files, executable_dir, search_path, PLUGIN_PATH_VAR};
@@ -99,6 +107,9 @@ pub struct PlannerHandle {
     pub version: String,
     pub description: String,
     pub source: PlannerSource,
+    /// What the planner is built against: the Rust plugin ABI, or the C interface of
+    /// `memplan_planner.h` (from its file's manifest).
+    pub interface: PlannerInterface,
     code: PlannerCode,
 }
 
@@ -120,6 +131,7 @@ impl PlannerHandle {
             version: entry.version.as_str().to_string(),
             description: entry.description.as_str().to_string(),
             source: PlannerSource::BuiltIn,
+            interface: PlannerInterface::Rust,
             code: PlannerCode::Loaded(entry),
         }
     }
@@ -146,6 +158,7 @@ impl PlannerHandle {
         file: Arc<PluginFile>,
         plugin: Arc<DeferredPlugin>,
     ) -> PlannerHandle {
+        let interface = plugin.manifest().interface;
         let unknown = |text: &str| {
             if text.is_empty() {
                 "?".to_string()
@@ -158,6 +171,7 @@ impl PlannerHandle {
             version: unknown(&declared.version),
             description: unknown(&declared.description),
             source: PlannerSource::File(file),
+            interface,
             code: PlannerCode::Deferred(plugin),
         }
     }
@@ -214,8 +228,8 @@ impl PlannerHandle {
     /// failures map onto exit codes).
     pub fn run(&self, request: &PlanRequest, limits: &RunLimits) -> Result<MemoryPlan> {
         let origin = self.source.to_string();
-        let entry = match &self.code {
-            PlannerCode::Loaded(entry) => *entry,
+        let code = match &self.code {
+            PlannerCode::Loaded(entry) => PlannerFn::Rust(*entry),
             PlannerCode::Deferred(plugin) => {
                 tracing::debug!(
                     "loading {} into memplan's process for planner `{}`",
@@ -227,7 +241,7 @@ impl PlannerHandle {
                     .map_err(|reason| self.load_failure(&reason))?
             }
         };
-        run_planner(&self.name, &origin, &entry, request, limits)
+        run_planner(&self.name, &origin, &code, request, limits)
     }
 
     /// Runs this planner in a sandboxed worker process (`--isolate`, see [`isolate`]), with
@@ -238,7 +252,7 @@ impl PlannerHandle {
         let origin = self.source.to_string();
         let limits = limits.for_worker();
         let load = |load_path: &Path| match &self.code {
-            PlannerCode::Loaded(entry) => Ok(*entry),
+            PlannerCode::Loaded(entry) => Ok(PlannerFn::Rust(*entry)),
             PlannerCode::Deferred(plugin) => plugin.load_planner(load_path, &self.name),
         };
         let code = match &self.code {
@@ -602,7 +616,7 @@ impl Registry {
             }
             return;
         };
-        if let Some(reason) = load::abi_mismatch(&manifest) {
+        if let Some(reason) = load::manifest_refusal(&manifest) {
             tracing::warn!("{}: rejected: {reason}", path.display());
             self.rejected.push(Rejected { path, reason });
             return;

@@ -15,7 +15,44 @@ use memplan_plugin_api::{
     HostContext, LogLevel, MemoryPlan, PlanError, PlanErrorKind, PlanRequest, PlannerEntry,
 };
 
+use super::c_packer::CPlanner;
 use crate::error::{Error, ErrorKind, Result};
+
+/// A planner's code, loaded and ready to call.
+#[derive(Clone, Copy)]
+pub enum PlannerFn {
+    /// A Rust planner's entry (abi_stable, `export_planners!`), which plans the whole request.
+    Rust(PlannerEntry),
+    /// A C planner's packer (`memplan_planner.h`), run through the planner kit's passes.
+    C(CPlanner),
+}
+
+impl PlannerFn {
+    /// Calls the planner on `request` with `context`; returns its own answer.
+    fn call(
+        &self,
+        request: &PlanRequest,
+        context: &HostContext,
+    ) -> std::result::Result<MemoryPlan, PlanError> {
+        match self {
+            PlannerFn::Rust(entry) => (entry.plan)(request, context).into_result(),
+            // The kit's passes around a C packer are memplan's code, but a panic in them on a
+            // packer's answer is still this planner's failure: reported as a Rust planner's
+            // panic is (its entry point catches them).
+            PlannerFn::C(planner) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                planner.plan(request, context)
+            }))
+            .unwrap_or_else(|payload| {
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .map(|text| text.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic around its packer".to_string());
+                Err(PlanError::new(PlanErrorKind::Panicked, message))
+            }),
+        }
+    }
+}
 
 /// How a planner run is bounded.
 #[derive(Clone, Debug, Default)]
@@ -136,12 +173,12 @@ impl Watchdog {
     }
 }
 
-/// Runs the planner `entry` (called `name`, loaded from `origin`) on `request` within
+/// Runs the planner `code` (called `name`, loaded from `origin`) on `request` within
 /// `limits`, and maps its failure onto memplan's error kinds (see [`planner_outcome`]).
 pub fn run_planner(
     name: &str,
     origin: &str,
-    entry: &PlannerEntry,
+    code: &PlannerFn,
     request: &PlanRequest,
     limits: &RunLimits,
 ) -> Result<MemoryPlan> {
@@ -169,7 +206,7 @@ pub fn run_planner(
             super::workdir::KeepWorkingDirectory::new(format!("planner `{name}` ({origin})"));
         let _stdout = super::stdout::StdoutToStderr::redirect();
         let _crash = super::crash::CrashGuard::arm(name, origin);
-        call_planner(name, entry, request, limits)
+        call_planner(name, code, request, limits)
     };
     // Code of the plugin still running could change the plan after the checker saw it.
     if let Some(before) = threads_before {
@@ -187,12 +224,12 @@ pub fn run_planner(
     planner_outcome(name, origin, answer, limits, started.elapsed())
 }
 
-/// Calls the planner `entry` (called `name`) on `request` with a host context whose deadline
+/// Calls the planner `code` (called `name`) on `request` with a host context whose deadline
 /// is `limits.timeout` from now, and returns its own answer. No watchdog: the `--isolate`
 /// worker uses this directly, and its host enforces the time limit.
 pub fn call_planner(
     name: &str,
-    entry: &PlannerEntry,
+    code: &PlannerFn,
     request: &PlanRequest,
     limits: &RunLimits,
 ) -> std::result::Result<MemoryPlan, PlanError> {
@@ -203,7 +240,7 @@ pub fn call_planner(
             .and_then(|timeout| Instant::now().checked_add(timeout)),
     };
     let context = state.context();
-    (entry.plan)(request, &context).into_result()
+    code.call(request, &context)
 }
 
 /// Maps the answer of planner `name` (loaded from `origin`) after `elapsed` onto memplan's
@@ -330,7 +367,7 @@ mod tests {
     }
 
     fn run(options: &str, limits: &RunLimits) -> Result<MemoryPlan> {
-        let entry = PlannerEntry::of::<Scripted>();
+        let entry = PlannerFn::Rust(PlannerEntry::of::<Scripted>());
         run_planner(
             "scripted",
             "scripted.so",

@@ -41,7 +41,7 @@ pub mod wire;
 pub mod worker_memory;
 
 use super::crash::signal_meaning;
-use super::run::{call_planner, grace_period, RunLimits};
+use super::run::{call_planner, grace_period, PlannerFn, RunLimits};
 use crate::error::{Error, Result};
 use crate::printable::escape_hidden;
 
@@ -170,7 +170,7 @@ pub enum WorkerCode<'a> {
     /// path that names that descriptor in the worker.
     Load {
         fd: std::os::fd::RawFd,
-        load: &'a dyn Fn(&std::path::Path) -> std::result::Result<PlannerEntry, String>,
+        load: &'a dyn Fn(&std::path::Path) -> std::result::Result<PlannerFn, String>,
     },
 }
 
@@ -637,10 +637,10 @@ fn run_child(
         };
         // A third-party file is loaded here, its constructors running under the loading
         // stage of the sandbox; then the sandbox is sealed.
-        let entry = match job.code {
-            WorkerCode::Loaded(entry) => *entry,
+        let code = match job.code {
+            WorkerCode::Loaded(entry) => PlannerFn::Rust(*entry),
             WorkerCode::Load { load, .. } => match load(&SandboxSetup::plugin_path(plugin_fd)) {
-                Ok(entry) => entry,
+                Ok(code) => code,
                 Err(reason) => return fail(&mut out, format!("cannot be loaded: {reason}")),
             },
         };
@@ -660,7 +660,7 @@ fn run_child(
             return 1;
         }
         let populator = worker_memory::Populator::start(free_regions);
-        let reply = match call_planner(job.planner, &entry, request, job.limits) {
+        let reply = match call_planner(job.planner, &code, request, job.limits) {
             Ok(plan) => within_reply_limit(plan, request),
             Err(error) => WorkerReply::Error(error),
         };

@@ -585,8 +585,10 @@ fn trap_foreign_calls(mut program: BpfProgram) -> BpfProgram {
 }
 
 /// The filters: calls that answer ENOSYS, `clone3` (its flags sit in memory, where a filter
-/// cannot read them; the C library then uses `clone`) and `statx` (it takes a path; the C
-/// library and Rust then use `fstat`); the loader's list (while a third-party plugin file is
+/// cannot read them; the C library then uses `clone`), `statx` (it takes a path; the C
+/// library and Rust then use `fstat`) and `sysinfo` (the C library's `qsort` asks it how much
+/// memory the machine has before sorting a large array, and sorts all the same without an
+/// answer: a C planner that sorts must not be stopped for it); the loader's list (while a third-party plugin file is
 /// loaded in the worker, see [`Stage::Loading`]); and the planner's allow list, which traps
 /// the rest.
 fn filters(memory_bytes: u64) -> Result<Filters, String> {
@@ -600,6 +602,7 @@ fn filters(memory_bytes: u64) -> Result<Filters, String> {
         BTreeMap::from([
             (libc::SYS_clone3, Vec::new()),
             (libc::SYS_statx, Vec::new()),
+            (libc::SYS_sysinfo, Vec::new()),
         ]),
         SeccompAction::Allow,
         SeccompAction::Errno(libc::ENOSYS as u32),
@@ -721,6 +724,7 @@ fn allow_list(
         // Answered ENOSYS by the first filter.
         libc::SYS_clone3,
         libc::SYS_statx,
+        libc::SYS_sysinfo,
     ] {
         rules.insert(syscall, Vec::new());
     }
