@@ -200,7 +200,7 @@ mod tests {
 
     #[test]
     fn generators_are_deterministic_and_seeded() {
-        for kind in ["all-live", "random", "model", "compiler"] {
+        for kind in ["all-live", "random", "model", "compiler", "even-compiler"] {
             let one = generated_instance(&format!("{kind}:500:7"))
                 .unwrap()
                 .unwrap();
@@ -242,5 +242,16 @@ mod tests {
         let largest = buffers.iter().map(|b| b.size).max().unwrap();
         assert!(largest > 1 << 30, "{largest}");
         assert!(buffers.iter().any(|b| b.size < 16));
+    }
+
+    #[test]
+    fn even_compiler_traces_keep_the_shape_without_huge_buffers() {
+        let buffers = even_compiler_trace(20_000, 1);
+        let longest = buffers
+            .iter()
+            .map(|b| b.lifetime.last - b.lifetime.first)
+            .max();
+        assert!(longest.unwrap() >= 9000, "{longest:?}");
+        assert!(buffers.iter().all(|b| (1 << 12..1 << 22).contains(&b.size)));
     }
 }
