@@ -25,8 +25,8 @@ pub use crate::random::XorShift64Star;
 mod generators;
 mod instances;
 pub use generators::{
-    all_live_trace, band_trace, compiler_trace, generated_instance, random_lifetime_trace,
-    CUT_STEPS, CUT_WIDTH, GENERATED_SPECS,
+    all_live_trace, band_trace, compiler_trace, even_compiler_trace, generated_instance,
+    random_lifetime_trace, CUT_STEPS, CUT_WIDTH, GENERATED_SPECS,
 };
 pub use instances::{
     corpus_dir, corpus_root, minimalloc_csv, model_like_trace, read_minimalloc, rectangle_cut,
