@@ -6,9 +6,11 @@
 //! so no packing can do better than the sum of the aligned sizes; the `linear` planner uses it
 //! for scratch too, as the no-reuse reference point.
 //!
-//! Cost: O(n + f log f) for n buffers of which f have fixed offsets.
+//! Cost: O(n + f log f) for n buffers of which f have fixed offsets. As a [`Packer`] it asks
+//! the host whether to stop every few thousand buffers, so that `--timeout` holds for the
+//! `linear` planner at any size.
 
-use crate::{Buffer, Packer, Packing};
+use crate::{Buffer, Packer, Packing, Stopped};
 use memplan_plugin_api::bounds::align_up;
 use memplan_plugin_api::HostContext;
 use memplan_plugin_api::PlanError;
@@ -18,13 +20,28 @@ use memplan_plugin_api::PlanError;
 pub struct BumpPacker;
 
 impl Packer for BumpPacker {
-    fn pack(&self, buffers: &[Buffer], _context: &HostContext) -> Result<Packing, PlanError> {
-        Ok(pack_bump(buffers))
+    /// Asks the host every [`BUMP_POLL_BUFFERS`] buffers whether to stop (`--timeout`).
+    fn pack(&self, buffers: &[Buffer], context: &HostContext) -> Result<Packing, PlanError> {
+        pack_bump_until(buffers, &|| context.should_stop())
+            .map_err(|stopped| stopped.into_plan_error(buffers.len()))
     }
 }
 
+/// Buffers placed between two calls of a bump packing's `stop` callback: a few microseconds'
+/// work, against tens of nanoseconds for the call.
+pub const BUMP_POLL_BUFFERS: usize = 4096;
+
 /// Places `buffers` one after another in the given order, around the fixed slots.
 pub fn pack_bump(buffers: &[Buffer]) -> Packing {
+    match pack_bump_until(buffers, &|| false) {
+        Ok(packing) => packing,
+        Err(Stopped) => unreachable!("a packing that is never asked to stop does not stop"),
+    }
+}
+
+/// [`pack_bump`] that asks `stop` whether to give up after every [`BUMP_POLL_BUFFERS`]
+/// buffers (so a smaller packing always completes, as a greedy one does).
+pub fn pack_bump_until(buffers: &[Buffer], stop: &dyn Fn() -> bool) -> Result<Packing, Stopped> {
     // Fixed slots as (offset, end), ascending.
     let mut fixed: Vec<(u64, u64)> = buffers
         .iter()
@@ -37,7 +54,10 @@ pub fn pack_bump(buffers: &[Buffer]) -> Packing {
     let mut cursor = 0u64;
     // Fixed slots before `next_fixed` end at or below the cursor: no later buffer can hit them.
     let mut next_fixed = 0usize;
-    for buffer in buffers {
+    for (index, buffer) in buffers.iter().enumerate() {
+        if index % BUMP_POLL_BUFFERS == BUMP_POLL_BUFFERS - 1 && stop() {
+            return Err(Stopped);
+        }
         if let Some(offset) = buffer.fixed_offset.get() {
             offsets.push(offset);
             continue;
@@ -61,11 +81,11 @@ pub fn pack_bump(buffers: &[Buffer]) -> Packing {
         cursor = candidate + buffer.size;
         height = height.max(cursor);
     }
-    Packing {
+    Ok(Packing {
         offsets,
         height,
         note: String::new(),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -110,6 +130,31 @@ mod tests {
         assert_eq!(packing.offsets, vec![0, 12, 20, 24, 40]);
         assert_eq!(packing.height, 44);
         assert_valid_packing(&buffers, &packing);
+    }
+
+    #[test]
+    fn a_bump_packing_asked_to_stop_gives_up_between_buffers() {
+        let buffers: Vec<Buffer> = (0..3 * BUMP_POLL_BUFFERS as u32)
+            .map(|i| buffer(8, i, i))
+            .collect();
+        // Asked after each stretch of buffers: it stops at the first `true`, and never asked
+        // to stop it places them all; fewer buffers than a stretch are never asked.
+        for stop_at_poll in 1..=3 {
+            let polls = std::cell::Cell::new(0);
+            let stop = || {
+                polls.set(polls.get() + 1);
+                polls.get() == stop_at_poll
+            };
+            assert_eq!(pack_bump_until(&buffers, &stop), Err(Stopped));
+            assert_eq!(polls.get(), stop_at_poll);
+        }
+        let packing = pack_bump_until(&buffers, &|| false).unwrap();
+        assert_eq!(packing.height, 8 * buffers.len() as u64);
+        let few = &buffers[..BUMP_POLL_BUFFERS - 1];
+        assert_eq!(
+            pack_bump_until(few, &|| true).unwrap().height,
+            8 * few.len() as u64
+        );
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub mod random;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
-pub use bump::BumpPacker;
+pub use bump::{pack_bump_until, BumpPacker, BUMP_POLL_BUFFERS};
 pub use greedy::{
     greedy_ranks, pack_greedy, pack_greedy_between, pack_greedy_ranked, pack_greedy_until, Fit,
     Order, Stopped,

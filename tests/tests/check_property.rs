@@ -6,17 +6,15 @@
 //! change a role, shrink an arena, misalign — and every mutated plan must be rejected with the
 //! violation kind that mutation causes.
 
-use std::ffi::c_void;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use memplan::analyze::Analysis;
 use memplan::check::{check_plan, ViolationKind};
-use memplan_planner_kit::testing::XorShift64Star;
-use memplan_plugin_api::abi_stable::std_types::{RNone, RSome, RStr, RString, RVec};
+use memplan_planner_kit::testing::{with_deadline, XorShift64Star};
+use memplan_plugin_api::abi_stable::std_types::{RNone, RSome, RString, RVec};
 use memplan_plugin_api::{
-    AliasOf, ArenaRole, HostContext, Lifetime, LogLevel, MemoryPlan, MemoryRequest, PlanRequest,
-    TensorKind, TensorRequest,
+    AliasOf, ArenaRole, Lifetime, MemoryPlan, MemoryRequest, PlanRequest, TensorKind, TensorRequest,
 };
 
 const SEEDS: u64 = 150;
@@ -303,36 +301,6 @@ fn misalign(
 /// How long each planner call may search. The property is validity, not optimality: an
 /// anytime planner (`exact`) returns its best plan so far when the host says stop.
 const PLANNING_TIME: Duration = Duration::from_millis(100);
-
-extern "C" fn no_log(_: *const c_void, _: LogLevel, _: RStr<'_>) {}
-
-extern "C" fn past_deadline(state: *const c_void) -> bool {
-    // SAFETY: `state` is the `Instant` that `with_deadline` borrows for the call.
-    let deadline = unsafe { &*(state as *const Instant) };
-    Instant::now() >= *deadline
-}
-
-extern "C" fn ms_to_deadline(state: *const c_void) -> u64 {
-    // SAFETY: as in `past_deadline`.
-    let deadline = unsafe { &*(state as *const Instant) };
-    deadline
-        .saturating_duration_since(Instant::now())
-        .as_millis() as u64
-}
-
-/// A host context that asks the planner to stop at `deadline` (which must outlive the call).
-fn with_deadline(deadline: &Instant) -> HostContext {
-    // SAFETY: the callbacks read an `Instant` through the state, and the caller keeps
-    // `deadline` alive for as long as the context is used.
-    unsafe {
-        HostContext::from_host_callbacks(
-            deadline as *const Instant as *const c_void,
-            no_log,
-            past_deadline,
-            ms_to_deadline,
-        )
-    }
-}
 
 const MUTATIONS: [(&str, Mutation); 5] = [
     ("move an offset", move_an_offset),

@@ -5,7 +5,7 @@ use std::ops::RangeInclusive;
 
 use super::item::{Bytes, Item, LongSlot, Slot, Word};
 use super::timeline::{Lists, StabbingTree};
-use super::TimeIndex;
+use super::{Poller, Stopped, TimeIndex};
 use crate::Packing;
 
 /// Points per leaf of the long buffers' tree: coarser leaves keep the tree small enough to
@@ -54,14 +54,23 @@ pub(super) struct Heap<W> {
 }
 
 impl<W: Word> Heap<W> {
-    /// An empty heap with `room`, for `buffer_count` buffers.
-    pub(super) fn new(room: HeapRoom, buffer_count: usize) -> Heap<W> {
+    /// An empty heap with `room`, for `buffer_count` buffers; counts the steps of its
+    /// making (each one pass over the buffers or an allocation for them) with `poller`.
+    pub(super) fn new(
+        room: HeapRoom,
+        buffer_count: usize,
+        poller: &mut Poller,
+    ) -> Result<Heap<W>, Stopped> {
         let leaves = room.per_point.len().div_ceil(TREE_BLOCK as usize);
-        Heap {
-            long: StabbingTree::new(leaves, &room.long_blocks),
-            points: Lists::with_capacities(room.per_point),
+        let long = StabbingTree::new(leaves, &room.long_blocks);
+        poller.spent(room.long_blocks.len() as u64)?;
+        let points = Lists::with_capacities(room.per_point);
+        poller.spent(buffer_count as u64)?;
+        Ok(Heap {
+            long,
+            points,
             placed: Placements::new(buffer_count),
-        }
+        })
     }
 
     /// Reads the lists placements in `points` read (the point lists, and the lowest levels

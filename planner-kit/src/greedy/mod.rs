@@ -69,31 +69,45 @@
 //! The point lists hand a placement every overlapping buffer, one entry each: with 160,000
 //! buffers all live at once that is quadratic (37 s), though the bytes they take are one run.
 //! While placing, the placer watches how many entries the crowded placements read and how
-//! many runs of bytes those merge into ([`Crowding`]); when both ratios are high it starts
-//! over with [`DenseHeap`], which keeps per node of a segment tree over time only the union
-//! of the bytes taken (the `dense` module explains it). Both give the very same offsets.
+//! many runs of bytes those merge into ([`Crowding`]), period after period (crowding can
+//! grow as the packing fills); when both ratios are high it starts over with [`DenseHeap`],
+//! which keeps per node of a segment tree over time only the union of the bytes taken (the
+//! `dense` module explains it). Both give the very same offsets.
 //!
 //! # Complexity
 //!
 //! With n buffers and k_i buffers overlapping buffer i in time (plus the long buffers live in
 //! the same block of points): O(n) to group and sort (a radix sort on the order's key, per
-//! window), O(n log n) for the inserts and the tree walks, plus O(k_i log k_i) per buffer to
-//! order the overlapping ones by offset; a crossing buffer also visits each window it covers,
+//! window), O(n log n) for the inserts and the tree walks, plus O(k_i) per buffer to order
+//! the overlapping ones by offset (a radix sort over the offset bytes that differ, from 256
+//! of them; a comparison sort below); a crossing buffer also visits each window it covers,
 //! which costs no more than reading their lists. Mapping steps to points is a table lookup
 //! when the steps are dense (at most about 4n of them), a binary search otherwise. For model
 //! graphs, where most tensors live a few steps and only a few live long, k_i is small and the
-//! whole is O(n log n). Where many buffers live at once and fill few runs of bytes, the dense
-//! index makes a placement O(log^2 n) amortised: O(n log^2 n) in all (160,000 buffers all
-//! live: 0.09 s). What stays superlinear is many buffers live at once in *fragmented* bytes:
-//! a placement then reads every run of free bytes between them, r_i, and no index avoids
-//! that for best fit, which compares every gap (40,000 buffers each live for 20,000 steps,
-//! random sizes: 6 s; O(sum of r_i log n)). Memory: O(n) for the point lists, O(l log m) for
-//! the tree of l long buffers; O(n log n) for the dense index.
+//! whole is O(n log n). Where many buffers live at once and fill few runs of bytes (all-live,
+//! band traces), the dense index makes a placement O(log n) plus the runs it reads: O(n log n)
+//! in all (1M buffers: all-live 0.8 s, band 0.8 s, where the point lists took 258 s).
+//!
+//! What stays superlinear is many buffers live at once in *fragmented* bytes (random
+//! lifetimes over few steps, a compiler's long-lived activations under small temporaries): a
+//! placement then reads every buffer overlapping it, k_i, and every run of free bytes between
+//! them, r_i, and both grow with n there (random lifetimes over 1,000 steps: r_i about 140 at
+//! 30,000 buffers and 410 at 100,000; k_i about 12 r_i). Reading the bytes' union instead of
+//! the buffers (the dense index) does not help: its per-node sets are as fragmented as the
+//! union. And no index over time avoids the r_i for best fit as defined here (the smallest gap
+//! of the union over the buffer's lifetime): the union of several nodes' sets has gaps no
+//! node's own gaps tell, so the smallest fitting one cannot be looked up per node; in
+//! compiler traces nearly every gap fits (later buffers are smaller), so even enumerating only
+//! the fitting gaps would be linear in them. Measured (`pack_bench --shapes`): random 100k
+//! 5.1 s, compiler 100k 18 s; O(sum of k_i) in all. Memory: O(n) for the point lists,
+//! O(l log m) for the tree of l long buffers; for the dense index O(n log n), and O(s) more per
+//! short buffer of span s.
 
 use std::cell::Cell;
 use std::ops::RangeInclusive;
 
 use crate::{Buffer, Packing};
+use memplan_plugin_api::{PlanError, PlanErrorKind};
 
 mod dense;
 mod fit;
@@ -218,10 +232,12 @@ pub fn pack_greedy(buffers: &[Buffer], order: Order, fit: Fit) -> Packing {
     }
 }
 
-/// [`pack_greedy`] that asks `stop` whether to give up after every [`STOP_POLL_WORK`] units of
-/// work (a placement costs one plus the buffers it is compared with), so that `--timeout`
-/// stops a planner even where many buffers live at once and one placement compares with
-/// hundreds of thousands (a planner passes its host context's `should_stop`).
+/// [`pack_greedy`] that asks `stop` whether to give up after [`STOP_FIRST_POLL_WORK`] units
+/// of work, then every [`STOP_POLL_WORK`] (a placement costs one plus the buffers it is
+/// compared with, a setup pass one per buffer), so that `--timeout` stops a planner within a
+/// few milliseconds at any size, even where one placement compares with hundreds of
+/// thousands (a planner passes its host context's `should_stop`). A packing smaller than the
+/// first stretch always completes.
 pub fn pack_greedy_until(
     buffers: &[Buffer],
     order: Order,
@@ -309,9 +325,70 @@ struct Rules<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stopped;
 
-/// Work (placements plus buffers compared) between two calls of a packing's `stop` callback:
-/// rare enough to cost nothing, often enough to answer within milliseconds.
-pub const STOP_POLL_WORK: u64 = 1 << 16;
+impl Stopped {
+    /// The error a planner returns when its packing of `buffer_count` buffers stopped at the
+    /// host's request (`--timeout`) before it had a complete plan: `Cancelled`, which the host
+    /// reports as stopped at the time limit without a plan.
+    pub fn into_plan_error(self, buffer_count: usize) -> PlanError {
+        PlanError::new(
+            PlanErrorKind::Cancelled,
+            format!(
+                "stopped at the time limit while placing {buffer_count} buffers, before every \
+                 one had a place; give it more time (--timeout) to get a plan"
+            ),
+        )
+    }
+}
+
+/// Work (placements plus buffers compared, or buffers passed over by a setup pass) between
+/// two calls of a packing's `stop` callback: rare enough to cost nothing (a host's callback
+/// reads the clock, tens of nanoseconds, and this much work takes tens of microseconds at
+/// least), often enough to answer within a millisecond or two (a few thousand placements of
+/// a crowded trace in the dense index, a pass of a sort over a few thousand buffers).
+pub const STOP_POLL_WORK: u64 = 1 << 13;
+
+/// Work a packing does before it first asks `stop`: a packing smaller than this (a few
+/// thousand buffers, a millisecond's work or less) always completes, even asked to stop,
+/// which is what lets a planner past its deadline still give its remaining arenas a greedy
+/// plan, and its hill climbing a starting packing (the portfolio relies on both).
+pub const STOP_FIRST_POLL_WORK: u64 = 1 << 16;
+
+/// Asks a packing's `stop` callback after [`STOP_FIRST_POLL_WORK`] units of work, then once
+/// per [`STOP_POLL_WORK`].
+#[derive(Clone, Copy)]
+struct Poller<'a> {
+    stop: &'a dyn Fn() -> bool,
+    /// Work left before `stop` is asked again.
+    until_poll: u64,
+}
+
+impl<'a> Poller<'a> {
+    fn new(stop: &'a dyn Fn() -> bool) -> Poller<'a> {
+        Poller {
+            stop,
+            until_poll: STOP_FIRST_POLL_WORK,
+        }
+    }
+
+    /// Counts `work` units done; `Err(Stopped)` when that ends a stretch and `stop` says to
+    /// give up.
+    #[inline]
+    fn spent(&mut self, work: u64) -> Result<(), Stopped> {
+        match self.until_poll.checked_sub(work) {
+            Some(left) if left > 0 => {
+                self.until_poll = left;
+                Ok(())
+            }
+            _ => {
+                self.until_poll = STOP_POLL_WORK;
+                match (self.stop)() {
+                    true => Err(Stopped),
+                    false => Ok(()),
+                }
+            }
+        }
+    }
+}
 
 /// The greedy loop placing in `key` order, with the time index storing sizes and byte
 /// offsets as `W`, over windows of `window_points` points; `None` when a size, an alignment
@@ -324,10 +401,13 @@ fn pack_in<W: Word>(
     index: IndexChoice,
     stop: &dyn Fn() -> bool,
 ) -> Result<Option<Packing>, Stopped> {
+    let mut poller = Poller::new(stop);
+    let count = buffers.len() as u64;
     let timeline = Timeline::new(buffers);
     if !W::fits(timeline.largest_value) {
         return Ok(None);
     }
+    poller.spent(count)?;
     let windows = Windows::new(timeline.points.len() as u32, window_points);
     let item_of = |index: u32| {
         let buffer = &buffers[index as usize];
@@ -348,13 +428,16 @@ fn pack_in<W: Word>(
             None => groups[windows.group_of(&item)].push(item),
         }
     }
+    poller.spent(count)?;
     let halt = Cell::new(Halt::Running);
     if index != IndexChoice::Dense {
-        let mut heap = Heap::<W>::new(room, buffers.len());
-        sort_groups(&mut groups, key);
+        let mut heap = Heap::<W>::new(room, buffers.len(), &mut poller)?;
+        sort_groups(&mut groups, key, &mut poller)?;
         let watch = index == IndexChoice::Measured;
         let placed = place_fixed(&mut heap, &fixed).and_then(|()| {
-            place_by_windows(&mut heap, &windows, &groups, key, rules, stop, watch, &halt)
+            place_by_windows(
+                &mut heap, &windows, &groups, key, rules, poller, watch, &halt,
+            )
         });
         if halt.get() != Halt::Crowded {
             #[cfg(test)]
@@ -366,10 +449,17 @@ fn pack_in<W: Word>(
     // reads those runs where the point lists read every buffer. It places in key order, one
     // buffer after the other (the windows keep point lists in cache; it reads none).
     let mut heap = DenseHeap::<W>::new(windows.point_count, buffers.len());
+    poller.spent(count)?;
     let mut items: Vec<Item<W>> = groups.into_iter().flatten().collect();
-    items.sort_unstable_by_key(|item| key.of(item));
+    poller.spent(count)?;
+    radix_sort(
+        &mut items,
+        &mut RadixRoom::new(buffers.len()),
+        |item| key.of(item),
+        &mut poller,
+    )?;
     let placed = place_fixed(&mut heap, &fixed).and_then(|()| {
-        let mut placer = Placer::new(&mut heap, rules, stop, false, &halt);
+        let mut placer = Placer::new(&mut heap, rules, poller, false, &halt);
         items.iter().try_for_each(|item| placer.place(item))
     });
     #[cfg(test)]
@@ -437,11 +527,11 @@ fn place_by_windows<W: Word>(
     groups: &[Vec<Item<W>>],
     key: PlacementKey<'_>,
     rules: Rules,
-    stop: &dyn Fn() -> bool,
+    poller: Poller,
     watch: bool,
     halt: &Cell<Halt>,
 ) -> Option<()> {
-    let mut placer = Placer::new(heap, rules, stop, watch, halt);
+    let mut placer = Placer::new(heap, rules, poller, watch, halt);
     let (inside, crossing) = groups.split_at(windows.count);
     // Per window, the next of its buffers to place.
     let mut next = vec![0usize; windows.count];
@@ -510,15 +600,21 @@ impl Windows {
 }
 
 /// Sorts each of `groups` by `key` on its own: a group is small enough to stay in cache, so
-/// the sorting costs about the same per buffer at a million buffers as at a thousand.
-fn sort_groups<W: Word>(groups: &mut [Vec<Item<W>>], key: PlacementKey<'_>) {
+/// the sorting costs about the same per buffer at a million buffers as at a thousand. Asks
+/// `stop` between the passes of each sort.
+fn sort_groups<W: Word>(
+    groups: &mut [Vec<Item<W>>],
+    key: PlacementKey<'_>,
+    poller: &mut Poller,
+) -> Result<(), Stopped> {
     // One working room, for the largest group, serves every group's sort, rather than an
     // allocation per group (hundreds at a million buffers).
     let largest = groups.iter().map(Vec::len).max();
     let mut room = RadixRoom::new(largest.unwrap_or(0));
     for group in groups {
-        radix_sort(group, &mut room, |item| key.of(item));
+        radix_sort(group, &mut room, |item| key.of(item), poller)?;
     }
+    Ok(())
 }
 
 /// What a placement needs of the buffers placed so far: which bytes the ones overlapping a
@@ -530,7 +626,60 @@ trait TimeIndex<W> {
     /// Replaces `occupied` with byte ranges covering exactly the bytes of the placed buffers
     /// whose lifetimes overlap `item`'s (ranges may overlap, repeat or merge buffers).
     fn collect_overlapping(&self, item: &Item<W>, occupied: &mut Vec<Bytes<W>>);
+    /// Work done recording placements since the last call, beyond one unit a placement (the
+    /// dense index records into many sets): counted towards the next stop request.
+    fn take_work(&mut self) -> u64 {
+        0
+    }
     fn into_packing(self) -> Packing;
+}
+
+/// Below this many byte ranges, a placement sorts them by comparison; from it on, by radix.
+const RADIX_SORT_FROM: usize = 256;
+
+/// Sorts `ranges` by offset, with `spare` as working room. A placement meeting thousands of
+/// placed buffers (random lifetimes over few steps, a compiler's long-lived activations)
+/// spends most of its time here: a least-significant-digit radix sort over the offset's
+/// bytes that differ (two or three for offsets below 16 MiB) takes a fraction of a
+/// comparison sort's time there.
+fn sort_by_offset<W: Word>(ranges: &mut Vec<Bytes<W>>, spare: &mut Vec<Bytes<W>>) {
+    if ranges.len() < RADIX_SORT_FROM {
+        ranges.sort_unstable_by_key(|bytes| bytes.offset);
+        return;
+    }
+    let (mut all_ones, mut all_zeros) = (0u64, u64::MAX);
+    for bytes in ranges.iter() {
+        let offset = bytes.offset.widen();
+        all_ones |= offset;
+        all_zeros &= offset;
+    }
+    // The bits on which offsets differ.
+    let differing = all_ones & !all_zeros;
+    spare.clear();
+    spare.resize(ranges.len(), Bytes::default());
+    let mut counts = [0u32; 256];
+    for shift in (0..64).step_by(8) {
+        if (differing >> shift) & 0xff == 0 {
+            continue;
+        }
+        let digit = |bytes: &Bytes<W>| ((bytes.offset.widen() >> shift) & 0xff) as usize;
+        counts.fill(0);
+        for bytes in ranges.iter() {
+            counts[digit(bytes)] += 1;
+        }
+        let mut total = 0;
+        for count in counts.iter_mut() {
+            let here = *count;
+            *count = total;
+            total += here;
+        }
+        for bytes in ranges.iter() {
+            let slot = &mut counts[digit(bytes)];
+            spare[*slot as usize] = *bytes;
+            *slot += 1;
+        }
+        std::mem::swap(ranges, spare);
+    }
 }
 
 /// How many runs of bytes `occupied` (sorted by offset) covers: ranges overlapping or
@@ -552,11 +701,11 @@ struct Placer<'a, W, H> {
     heap: &'a mut H,
     /// Byte ranges of the placed buffers overlapping the current one in time; reused.
     occupied: Vec<Bytes<W>>,
+    /// Working room for sorting `occupied`; reused.
+    spare: Vec<Bytes<W>>,
     rules: Rules<'a>,
-    stop: &'a dyn Fn() -> bool,
+    poller: Poller<'a>,
     halt: &'a Cell<Halt>,
-    /// Work left before `stop` is asked again.
-    until_poll: u64,
     /// Watches for crowded time: `None` when not watching (any more).
     crowding: Option<Crowding>,
 }
@@ -566,9 +715,12 @@ struct Placer<'a, W, H> {
 /// Placements reading many entries count them and the runs they merge into; once enough
 /// were read to tell (a few milliseconds' work), many entries per placement and to a run
 /// mean the dense index would read far less, and the packing starts over with it. Few per
-/// placement mean most placements are cheap (a model's few tensors live throughout meet
-/// many, the rest a handful), few to a run that the bytes are fragmented ([`DenseHeap`]
-/// reads each run from several of its sets): either way the watch ends.
+/// placement mean most placements are cheap so far (a model's few tensors live throughout
+/// meet many, the rest a handful), few to a run that the bytes are fragmented ([`DenseHeap`]
+/// reads each run from several of its sets): either way the counts start over for another
+/// period, since crowding can grow as the packing fills (in a band trace each placement meets
+/// more placed buffers than the one before). Starting over late costs at most the work done
+/// so far: the packing stays within about twice what the better index alone would take.
 #[derive(Default)]
 struct Crowding {
     placements: u64,
@@ -594,17 +746,17 @@ impl<'a, W: Word, H: TimeIndex<W>> Placer<'a, W, H> {
     fn new(
         heap: &'a mut H,
         rules: Rules<'a>,
-        stop: &'a dyn Fn() -> bool,
+        poller: Poller<'a>,
         watch: bool,
         halt: &'a Cell<Halt>,
     ) -> Self {
         Placer {
             heap,
             occupied: Vec::new(),
+            spare: Vec::new(),
             rules,
-            stop,
+            poller,
             halt,
-            until_poll: STOP_POLL_WORK,
             crowding: watch.then(Crowding::default),
         }
     }
@@ -613,18 +765,12 @@ impl<'a, W: Word, H: TimeIndex<W>> Placer<'a, W, H> {
     /// or when placing is to end (then `halt` says why).
     fn place(&mut self, item: &Item<W>) -> Option<()> {
         self.heap.collect_overlapping(item, &mut self.occupied);
-        let work = 1 + self.occupied.len() as u64;
-        match self.until_poll.checked_sub(work) {
-            Some(left) if left > 0 => self.until_poll = left,
-            _ => {
-                self.until_poll = STOP_POLL_WORK;
-                if (self.stop)() {
-                    self.halt.set(Halt::Stopped);
-                    return None;
-                }
-            }
+        let work = 1 + self.occupied.len() as u64 + self.heap.take_work();
+        if self.poller.spent(work).is_err() {
+            self.halt.set(Halt::Stopped);
+            return None;
         }
-        self.occupied.sort_unstable_by_key(|bytes| bytes.offset);
+        sort_by_offset(&mut self.occupied, &mut self.spare);
         if let Some(crowding) = &mut self.crowding {
             crowding.placements += 1;
             if self.occupied.len() >= Crowding::COUNTED_FROM {
@@ -638,7 +784,7 @@ impl<'a, W: Word, H: TimeIndex<W>> Placer<'a, W, H> {
                         self.halt.set(Halt::Crowded);
                         return None;
                     }
-                    self.crowding = None;
+                    *crowding = Crowding::default();
                 }
             }
         }

@@ -1,7 +1,7 @@
 //! Placement order: a distinct key per buffer ([`PlacementKey`]) and the radix sort over it.
 
 use super::item::{Item, Word};
-use super::{Fit, Order};
+use super::{Fit, Order, Poller, Stopped};
 
 /// Placement order as a key per buffer: buffers are placed in increasing key order, and
 /// every key is distinct (the buffer index breaks ties).
@@ -90,16 +90,18 @@ impl<T: Copy + Default> RadixRoom<T> {
 /// items) as working room: a least-significant-digit radix sort over the 24 key bytes that
 /// skips the bytes on which all keys agree (most of them, for real sizes, durations and
 /// indices). O(n) per byte sorted, sequential reads and 256 streams of writes; small inputs
-/// use a comparison sort.
+/// use a comparison sort. Counts each pass over the items with `poller` (at a million, a
+/// pass takes a few milliseconds), and gives up with them unsorted when it says to stop.
 #[inline]
 pub(super) fn radix_sort<T: Copy>(
     items: &mut [T],
     room: &mut RadixRoom<T>,
     key: impl Fn(&T) -> (u128, u64),
-) {
+    poller: &mut Poller,
+) -> Result<(), Stopped> {
     if items.len() <= 64 {
         items.sort_unstable_by_key(&key);
-        return;
+        return Ok(());
     }
     // Byte `position` of a key, 0 the least significant.
     let byte = |(major, minor): (u128, u64), position: usize| -> usize {
@@ -125,6 +127,7 @@ pub(super) fn radix_sort<T: Copy>(
         if count.contains(&(items.len() as u32)) {
             continue;
         }
+        poller.spent(items.len() as u64)?;
         let mut next = [0u32; 256];
         let mut total = 0;
         for (bucket, &c) in count.iter().enumerate() {
@@ -146,4 +149,5 @@ pub(super) fn radix_sort<T: Copy>(
     if sorted_in_spare {
         items.copy_from_slice(spare);
     }
+    Ok(())
 }

@@ -103,7 +103,14 @@ fn order_of(buffers: &[Buffer], order: Order, fit: Fit) -> Vec<u32> {
         .collect();
     let key = PlacementKey::for_order(order, fit);
     let mut room = RadixRoom::new(queue.len());
-    radix_sort(&mut queue, &mut room, |item| key.of(item));
+    let never = || false;
+    radix_sort(
+        &mut queue,
+        &mut room,
+        |item| key.of(item),
+        &mut Poller::new(&never),
+    )
+    .expect("never stopped");
     queue.iter().map(|item| item.index).collect()
 }
 
@@ -189,6 +196,17 @@ fn pack_by_brute_force(buffers: &[Buffer], order: Order, fit: Fit) -> Vec<u64> {
 /// Greedy packing of the buffers without a fixed offset in the order of `indices`, the
 /// overlapping buffers found by brute force.
 fn pack_in_order_by_brute_force(buffers: &[Buffer], indices: &[u32], fit: Fit) -> Vec<u64> {
+    pack_between_by_brute_force(buffers, indices, fit, &[])
+}
+
+/// The reference packer: each buffer compared with every placed buffer overlapping it in
+/// time (quadratic, obviously right), no buffer spanning one of the `barriers`.
+fn pack_between_by_brute_force(
+    buffers: &[Buffer],
+    indices: &[u32],
+    fit: Fit,
+    barriers: &[u64],
+) -> Vec<u64> {
     let mut placed: Vec<Option<u64>> = buffers.iter().map(|b| b.fixed_offset.get()).collect();
     for &index in indices {
         let own = &buffers[index as usize];
@@ -198,7 +216,7 @@ fn pack_in_order_by_brute_force(buffers: &[Buffer], indices: &[u32], fit: Fit) -
             .map(|(j, offset)| (offset, offset + buffers[j].size))
             .collect();
         occupied.sort_unstable_by_key(|&(offset, _)| offset);
-        placed[index as usize] = Some(choose_gap(occupied, own.size, own.alignment, fit, &[]));
+        placed[index as usize] = Some(choose_gap(occupied, own.size, own.alignment, fit, barriers));
     }
     placed.into_iter().map(Option::unwrap).collect()
 }
@@ -472,6 +490,28 @@ fn a_packing_asked_to_stop_gives_up_between_placements() {
 }
 
 #[test]
+fn a_small_packing_completes_even_asked_to_stop() {
+    // A planner past its deadline still packs its remaining small arenas greedily (the
+    // portfolio's fallback, and its hill climbing's starting packing): a packing is asked
+    // only once it has done STOP_FIRST_POLL_WORK. 600 buffers in 200 steps, three live at
+    // once in each column.
+    let mut buffers = tflm_greedy_medium();
+    buffers.extend(crate::testing::rectangle_cut(1 << 20, 200, 600, 1));
+    for (_, order) in Order::ALL {
+        for (_, fit) in Fit::ALL {
+            let packing = pack_greedy_until(&buffers, order, fit, &|| true);
+            assert_eq!(
+                packing,
+                Ok(pack_greedy(&buffers, order, fit)),
+                "{order:?} {fit:?}"
+            );
+        }
+    }
+    let ranks = greedy_ranks(&buffers, Order::Size, Fit::Best);
+    assert!(pack_greedy_ranked(&buffers, &ranks, Fit::Best, &|| true).is_ok());
+}
+
+#[test]
 fn crowded_point_lists_hand_over_to_the_dense_index() {
     // Thousands of buffers live at once, stacked into one run of bytes: the point lists
     // read every one of them per placement, the dense index one run. The packing starts
@@ -506,6 +546,14 @@ fn crowded_point_lists_hand_over_to_the_dense_index() {
     fragmented.extend((0..3000).map(|_| buffer(32, 0, 1)));
     let (packing, index) = watched(&fragmented);
     assert_eq!(index, IndexChoice::PointLists);
+    // Crowding that grows as the packing fills: each band buffer meets more placed ones than
+    // the one before, too few when the watch first decides. It keeps watching and hands over
+    // once they are many (it once stopped watching there: band 1M took 258 s).
+    let band = crate::testing::band_trace(30_000);
+    let (band_packing, index) = watched(&band);
+    assert_eq!(index, IndexChoice::Dense);
+    assert_valid_packing(&band, &band_packing);
+    assert_eq!(band_packing.height, crate::arena_lower_bound(&band));
     assert_eq!(
         packing.offsets,
         pack_greedy_with(&fragmented, IndexChoice::Dense).offsets
@@ -593,5 +641,98 @@ fn ranked_packing_places_in_rank_order() {
             pack_in_order_by_brute_force(&buffers, &shuffled, fit),
             "{fit:?}"
         );
+    }
+}
+
+/// A small random instance: up to 40 buffers over up to 80 steps (spans short and long, so
+/// that both kinds of every index are met), sizes up to 64 bytes, alignments 1 to 16, about
+/// one in ten at a fixed offset (each in a slot of its own above the rest, so that fixed
+/// buffers never collide).
+fn random_small_instance(random: &mut crate::XorShift64Star) -> Vec<Buffer> {
+    let count = 1 + random.below(40) as usize;
+    let steps = 1 + random.below(80);
+    let long_from = random.below(steps + 1);
+    (0..count)
+        .map(|k| {
+            let first = random.below(steps);
+            let duration = if random.percent(20) {
+                random.below(steps - first)
+            } else {
+                random.below(long_from.min(steps - first) + 1)
+            };
+            let mut buffer = Buffer {
+                size: 1 + random.below(64),
+                alignment: random.pick(&[1, 1, 2, 4, 8, 16]),
+                ..buffer(0, first as u32, (first + duration) as u32)
+            };
+            if random.percent(10) {
+                buffer.fixed_offset = FixedOffset::at(4096 + 128 * k as u64);
+            }
+            buffer
+        })
+        .collect()
+}
+
+#[test]
+fn random_small_instances_pack_as_the_reference_packer() {
+    // The reference compares each buffer with every placed one overlapping it in time: the
+    // packer, with either time index and windows of any width, must give the very same
+    // offsets for every order and fit, with and without barriers.
+    let mut random = crate::XorShift64Star::new(31);
+    for instance in 0..3000 {
+        let buffers = random_small_instance(&mut random);
+        let barriers: Vec<u64> = match instance % 3 {
+            0 => vec![],
+            1 => vec![16 + random.below(64)],
+            _ => vec![32, 64 + random.below(64)],
+        };
+        for (_, order) in Order::ALL {
+            for (_, fit) in Fit::ALL {
+                let sorted = reference_order(&buffers, order, fit);
+                let expected = pack_between_by_brute_force(&buffers, &sorted, fit, &barriers);
+                let packing = pack_greedy_between(&buffers, order, fit, &barriers, &|| false)
+                    .expect("never stopped");
+                assert_eq!(
+                    packing.offsets, expected,
+                    "instance {instance}, {order:?} {fit:?}: {buffers:?} {barriers:?}"
+                );
+                assert_valid_packing(&buffers, &packing);
+                if order == Order::Size {
+                    // Ranks in any order (an improvement search's): as the reference places
+                    // the buffers in that order.
+                    let mut ranks: Vec<u32> = (0..buffers.len() as u32).collect();
+                    for i in (1..ranks.len()).rev() {
+                        ranks.swap(i, random.below(i as u64 + 1) as usize);
+                    }
+                    let mut by_rank: Vec<u32> = (0..buffers.len() as u32)
+                        .filter(|&i| buffers[i as usize].fixed_offset.is_none())
+                        .collect();
+                    by_rank.sort_by_key(|&i| ranks[i as usize]);
+                    let ranked = pack_greedy_ranked(&buffers, &ranks, fit, &|| false)
+                        .expect("never stopped");
+                    assert_eq!(
+                        ranked.offsets,
+                        pack_in_order_by_brute_force(&buffers, &by_rank, fit),
+                        "instance {instance}, ranked, {fit:?}"
+                    );
+                }
+                let window_points = 1 + random.below(8) as u32;
+                for index in [IndexChoice::PointLists, IndexChoice::Dense] {
+                    let rules = Rules {
+                        fit,
+                        barriers: &barriers,
+                    };
+                    let key = PlacementKey::for_order(order, fit);
+                    let packing =
+                        pack_in::<u32>(&buffers, key, rules, window_points, index, &|| false)
+                            .expect("never stopped")
+                            .expect("32 bits");
+                    assert_eq!(
+                        packing.offsets, expected,
+                        "instance {instance}, {order:?} {fit:?} {index:?} {window_points}"
+                    );
+                }
+            }
+        }
     }
 }

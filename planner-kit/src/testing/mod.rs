@@ -9,13 +9,15 @@
 //! paths (the host's checker does the O(n log n) sweep and is the authority on plans).
 
 use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::time::Instant;
 
-use memplan_plugin_api::abi_stable::std_types::{ROption, RString};
+use memplan_plugin_api::abi_stable::std_types::{ROption, RStr, RString};
 
 use crate::{Buffer, FixedOffset, Packing};
 use memplan_plugin_api::{
-    Allocation, ArenaRole, Binding, Lifetime, MemoryPlan, MemoryRequest, PlanRequest, TensorKind,
-    TensorRequest,
+    Allocation, ArenaRole, Binding, HostContext, Lifetime, LogLevel, MemoryPlan, MemoryRequest,
+    PlanRequest, TensorKind, TensorRequest,
 };
 
 pub use crate::random::XorShift64Star;
@@ -23,8 +25,8 @@ pub use crate::random::XorShift64Star;
 mod generators;
 mod instances;
 pub use generators::{
-    all_live_trace, band_trace, compiler_trace, generated_instance, random_lifetime_trace,
-    CUT_STEPS, CUT_WIDTH, GENERATED_SPECS,
+    all_live_trace, band_trace, compiler_trace, even_compiler_trace, generated_instance,
+    random_lifetime_trace, CUT_STEPS, CUT_WIDTH, GENERATED_SPECS,
 };
 pub use instances::{
     corpus_dir, corpus_root, minimalloc_csv, model_like_trace, read_minimalloc, rectangle_cut,
@@ -38,6 +40,37 @@ pub fn thread_cpu_time() -> Option<std::time::Duration> {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     let nanos: u64 = text.split_whitespace().next()?.parse().ok()?;
     Some(std::time::Duration::from_nanos(nanos))
+}
+
+extern "C" fn no_log(_: *const c_void, _: LogLevel, _: RStr<'_>) {}
+
+extern "C" fn past_deadline(state: *const c_void) -> bool {
+    // SAFETY: `state` is the `Instant` that `with_deadline` borrows for the call.
+    let deadline = unsafe { &*(state as *const Instant) };
+    Instant::now() >= *deadline
+}
+
+extern "C" fn ms_to_deadline(state: *const c_void) -> u64 {
+    // SAFETY: as in `past_deadline`.
+    let deadline = unsafe { &*(state as *const Instant) };
+    deadline
+        .saturating_duration_since(Instant::now())
+        .as_millis() as u64
+}
+
+/// A host context that asks the planner to stop from `deadline` on (which must outlive the
+/// call), as the host does with `--timeout`; it drops log lines.
+pub fn with_deadline(deadline: &Instant) -> HostContext {
+    // SAFETY: the callbacks read an `Instant` through the state, and the caller keeps
+    // `deadline` alive for as long as the context is used.
+    unsafe {
+        HostContext::from_host_callbacks(
+            deadline as *const Instant as *const c_void,
+            no_log,
+            past_deadline,
+            ms_to_deadline,
+        )
+    }
 }
 
 /// A buffer of `size` bytes, alignment 1, live over the inclusive steps `first..=last`.

@@ -6,7 +6,8 @@
 //! ```
 //!
 //! SPEC is one of `band:N`, `all-live:N[:SEED]`, `random:N[:SEED]`, `model:N[:SEED]`,
-//! `compiler:N[:SEED]` or `cut:PIECES[:SEED[:STEPS]]` (see `testing::generated_instance`).
+//! `compiler:N[:SEED]`, `even-compiler:N[:SEED]` or `cut:PIECES[:SEED[:STEPS]]` (see
+//! `testing::generated_instance`).
 
 use std::io::Write;
 

@@ -5,8 +5,9 @@
 //! aliases) and hands each arena's buffers to [`ExactPacker`], which:
 //! 1. splits the buffers into independent components (lifetimes chained by overlap) and
 //!    counts sizes in units of the smallest alignment ([`problem`]);
-//! 2. takes a greedy packing of each component as the first upper bound ([`greedy`]) and
-//!    the peak liveness as the lower bound;
+//! 2. takes a greedy packing of each component as the first upper bound ([`greedy`]: the
+//!    first may take all the time, the others stop at half of it) and the peak
+//!    liveness as the lower bound;
 //! 3. for every component above the arena's lower bound, runs resumable searches over
 //!    canonical packings ([`search`]) round-robin with doubling node budgets ([`schedule`]):
 //!    - *tight* searches at the lower bound (a decision problem: MiniMalloc's capacity
@@ -28,7 +29,18 @@
 //!      across its whole lifetime, recursively, each packed on its own;
 //! 4. stops at the deadline (`--timeout`, or the `time_limit_s` option, default 10 s) or
 //!    on the host's cancellation, and returns the best packing found, with a note saying
-//!    whether its height is proven optimal and what bound remains otherwise.
+//!    whether its height is proven optimal and what bound remains otherwise; when not even
+//!    the first greedy packing of a component was complete by then (and no search found
+//!    one), it fails with `Cancelled` rather than return a packing without reuse.
+//!
+//! On large inputs every step is O(n log n) in the buffers, plus the columns, in time per
+//! node and in memory: components of more than 4,096 buffers, or whose lifetimes cover more
+//! than 2^22 (buffer, column) pairs, get a *large* search
+//! ([`search::LARGE_SEARCH_ITEMS`]), which branches on the leftmost column, does without
+//! the release inference and the resting-point dominance, and records a raised run of
+//! columns as one change; its first node budget is a whole dive (twice the items), and band
+//! splits and merged restarts stay below 4,096 buffers. README.md ("Large inputs") has the
+//! measured time and peak memory.
 //!
 //! Under a memory budget the kit passes the room left ([`memplan_planner_kit::Packer::pack_within`]): the
 //! searches of step 3 first aim at the budget instead of the lower bound (the decision

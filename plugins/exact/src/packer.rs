@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use memplan_planner_kit::{arena_lower_bound, Buffer, Packer, Packing};
-use memplan_plugin_api::{HostContext, PlanError};
+use memplan_plugin_api::{HostContext, PlanError, PlanErrorKind};
 
 use crate::greedy;
 use crate::options::{ExactOptions, Goal, Techniques, DEFAULT_TIME_LIMIT};
@@ -94,12 +94,29 @@ impl ExactPacker {
             at: Some(deadline),
             context,
         };
+        // The first greedy packing of a component may take all the time; the others stop at
+        // half of it: on large components one greedy packing can take seconds,
+        // and the searches need the rest to improve on it. Components without a greedy start
+        // by the deadline keep a stack (valid, without any reuse), which is no plan to return.
+        let greedy_deadline = Deadline {
+            at: deadline
+                .at
+                .map(|at| started + at.saturating_duration_since(started) / 2),
+            context,
+        };
+        let mut unstarted: Vec<(usize, u64)> = Vec::new();
         let mut offsets: Vec<Vec<u64>> = problem
             .components
             .iter()
-            .map(|component| {
+            .enumerate()
+            .map(|(index, component)| {
                 greedy::best_start(component, problem.unit, starts)
-                    .unwrap_or_else(|| greedy::greedy(component, buffers, problem.unit, &deadline))
+                    .or_else(|| greedy::greedy(component, &deadline, &greedy_deadline))
+                    .unwrap_or_else(|| {
+                        let stacked = greedy::stacked(component);
+                        unstarted.push((index, component.height(&stacked)));
+                        stacked
+                    })
             })
             .collect();
         // Heights count units: a packing at most `room / unit` units high fits. With a
@@ -108,7 +125,7 @@ impl ExactPacker {
         // the greedy height takes more than 10 s to get below the budget); the goal
         // "smallest" then minimises from there.
         let fits_in = room.map(|room| room / problem.unit);
-        let mut outcome = improve(
+        let mut outcome = search_unless_late(
             &problem.components,
             &mut offsets,
             fits_in.unwrap_or(0),
@@ -117,7 +134,7 @@ impl ExactPacker {
         );
         if self.goal == Goal::Smallest && fits_in.is_some() {
             let fitting = outcome.nodes;
-            outcome = improve(
+            outcome = search_unless_late(
                 &problem.components,
                 &mut offsets,
                 0,
@@ -127,6 +144,22 @@ impl ExactPacker {
             outcome.nodes += fitting;
         }
 
+        // A stack is a plan only where it is optimal (every buffer lives at once).
+        if let Some(&(index, _)) = unstarted.iter().find(|&&(index, stacked)| {
+            let component = &problem.components[index];
+            stacked > component.lower_bound && component.height(&offsets[index]) >= stacked
+        }) {
+            return Err(PlanError::new(
+                PlanErrorKind::Cancelled,
+                format!(
+                    "exact: stopped at the time limit ({:.2} s) before a first packing of {} \
+                     buffers living together was complete; allow more time (option \
+                     time_limit_s or --timeout)",
+                    started.elapsed().as_secs_f64(),
+                    problem.components[index].items.len()
+                ),
+            ));
+        }
         let mut packing = Packing {
             offsets: vec![0; buffers.len()],
             height: 0,
@@ -175,6 +208,30 @@ impl ExactPacker {
     }
 }
 
+/// [`improve`], unless the deadline already passed: setting up the searches of a component
+/// takes O(n log n) (hundreds of milliseconds at a million buffers), not to be spent late.
+fn search_unless_late(
+    components: &[crate::problem::Component],
+    offsets: &mut [Vec<u64>],
+    enough: u64,
+    deadline: Deadline<'_>,
+    techniques: Techniques,
+) -> Outcome {
+    if !deadline.passed() {
+        return improve(components, offsets, enough, deadline, techniques);
+    }
+    Outcome {
+        height: components
+            .iter()
+            .zip(offsets.iter())
+            .map(|(component, offsets)| component.height(offsets))
+            .max()
+            .unwrap_or(0),
+        lower_bound: components.iter().map(|c| c.lower_bound).max().unwrap_or(0),
+        nodes: 0,
+    }
+}
+
 /// What the search achieved, for the plan's summary. `bound` is the arena's lower bound as
 /// memplan reports it everywhere ([`arena_lower_bound`]); the search may prove more
 /// (`outcome.lower_bound`, in units), which is said apart.
@@ -215,8 +272,8 @@ fn note(outcome: &Outcome, height: u64, bound: u64, unit: u64, elapsed: Duration
 mod tests {
     use super::*;
     use memplan_planner_kit::testing::{
-        assert_valid_packing, buffer, corpus_dir, read_minimalloc, rectangle_cut,
-        tflm_greedy_medium,
+        assert_valid_packing, buffer, compiler_trace, corpus_dir, even_compiler_trace,
+        random_lifetime_trace, read_minimalloc, rectangle_cut, tflm_greedy_medium,
     };
     use memplan_planner_kit::FixedOffset;
 
@@ -285,12 +342,9 @@ mod tests {
             context: &context,
         };
         let component = &problem.components[0];
-        let start = component.height(&greedy::greedy(
-            component,
-            &buffers,
-            problem.unit,
-            &no_deadline,
-        )) * problem.unit;
+        let start = component
+            .height(&greedy::greedy(component, &no_deadline, &no_deadline).expect("no deadline"))
+            * problem.unit;
         assert!(start > 1 << 20, "the greedy start is above the optimum");
         let pack_with = |techniques: Techniques, limit: Duration| {
             let packing = ExactPacker::new(limit)
@@ -330,6 +384,77 @@ mod tests {
         );
         assert_eq!(packing.height, start, "{}", packing.note);
         assert!(packing.note.contains("(0 nodes"), "{}", packing.note);
+    }
+
+    /// The height of the first greedy packing the packer starts from (the others may be
+    /// cut short by the deadline), in bytes.
+    fn greedy_start(buffers: &[Buffer]) -> u64 {
+        let first = greedy::ORDERS[0];
+        memplan_planner_kit::pack_greedy(buffers, first, memplan_planner_kit::Fit::Best).height
+    }
+
+    #[test]
+    fn the_time_limit_holds_on_large_traces_setup_included() {
+        // A 62,000-buffer training trace needed 29 s and 3.9 GB with a 10 s limit, 60,000
+        // random buffers 9.1 s with a 1 s limit. Now: a plan by the deadline (generous
+        // margin: the machine is shared), or, where not even the greedy start was complete
+        // by then, a Cancelled error saying so.
+        let limit = Duration::from_secs(1);
+        for buffers in [compiler_trace(62_000, 1), random_lifetime_trace(60_000, 1)] {
+            let started = Instant::now();
+            let packed = ExactPacker::new(limit).pack(&buffers, &HostContext::detached());
+            let elapsed = started.elapsed();
+            assert!(elapsed < 2 * limit + Duration::from_secs(1), "{elapsed:?}");
+            match packed {
+                Ok(packing) => {
+                    assert_eq!(packing.offsets.len(), buffers.len());
+                    assert!(packing.height >= arena_lower_bound(&buffers));
+                }
+                Err(error) => {
+                    assert_eq!(error.kind, PlanErrorKind::Cancelled, "{}", error.message);
+                    assert!(error.message.contains("time_limit_s"), "{}", error.message);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn large_components_are_searched_from_their_greedy_start() {
+        // 5,000 buffers of a training trace, one component: the search branches on the
+        // leftmost column and skips the release inference there (`LARGE_SEARCH_ITEMS`),
+        // so it explores nodes (it explored none on large inputs before).
+        let buffers = even_compiler_trace(5000, 1);
+        assert!(buffers.len() > crate::search::LARGE_SEARCH_ITEMS);
+        let start = greedy_start(&buffers);
+        let limit = Duration::from_secs(4);
+        let started = Instant::now();
+        let packing = pack(&buffers, limit.as_secs_f64());
+        assert!(started.elapsed() < 2 * limit + Duration::from_secs(1));
+        assert!(packing.height <= start, "{} above {start}", packing.height);
+        assert!(!packing.note.contains("(0 nodes"), "{}", packing.note);
+    }
+
+    #[test]
+    fn components_of_long_lifetimes_are_searched() {
+        // 3,000 buffers each over 3,000 steps, starting one step apart: 9 million (buffer,
+        // column) pairs. The search's memory grows with the buffers and columns, not the
+        // pairs (a search of a 62,000-buffer training trace, 1.6 * 10^8 pairs, took 3.3 GB):
+        // it runs, from the greedy start.
+        let buffers: Vec<Buffer> = (0..3000u32)
+            .map(|i| Buffer {
+                size: u64::from(1 + i % 7),
+                alignment: 1,
+                lifetime: memplan_plugin_api::Lifetime::new(i, i + 2999),
+                fixed_offset: None.into(),
+            })
+            .collect();
+        let problem = Problem::new(&buffers);
+        assert!(problem.components[0].span_total() > crate::search::LARGE_SEARCH_SPAN);
+        let packing = pack(&buffers, 2.0);
+        assert!(packing.height <= greedy_start(&buffers));
+        if packing.height > arena_lower_bound(&buffers) {
+            assert!(!packing.note.contains("(0 nodes"), "{}", packing.note);
+        }
     }
 
     #[test]
@@ -410,7 +535,8 @@ mod tests {
             .components
             .iter()
             .map(|c| {
-                c.height(&greedy::greedy(c, &buffers, problem.unit, &no_deadline)) * problem.unit
+                c.height(&greedy::greedy(c, &no_deadline, &no_deadline).expect("no deadline"))
+                    * problem.unit
             })
             .max()
             .expect("one component");

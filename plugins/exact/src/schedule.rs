@@ -127,7 +127,14 @@ pub fn improve(
         .filter(|&index| scheduler.heights[index] > target)
         .map(|index| scheduler.job(index, target))
         .collect();
-    let mut budget = FIRST_BUDGET;
+    // A search needs a node per item to reach its first packing: on large components the
+    // first round's budget is that, or no bisection search (each starts afresh) ever ends.
+    let largest = work
+        .iter()
+        .map(|job| components[job.component].items.len() as u64)
+        .max()
+        .unwrap_or(0);
+    let mut budget = FIRST_BUDGET.max(2 * largest);
     'rounds: while !work.is_empty() {
         for job in &mut work {
             let mut ran = false;

@@ -18,15 +18,28 @@
 //!
 //! `--write-traces DIR` writes the two generated traces as MiniMalloc CSV files
 //! (`model_like_100k.csv`, `model_like_1m.csv`) for `memplan bench`, and stops.
+//!
+//! `--shapes` times the planner on each generated trace shape instead (`band`, `all-live`,
+//! `random`, `model`, `compiler`; see `testing::generated_instance`) at 100k and 1M buffers,
+//! each run under a host deadline as `--timeout` sets one (`--limit S`, default 60 s: a run
+//! that reaches it prints how long after the deadline the planner returned), with the load
+//! average before and after; `--sizes N,N` sets the sizes, `--runs R` the runs per row
+//! (median; default 1), `--all-orders` runs every order and fit rather than the default:
+//!
+//! ```text
+//! cargo run --release -p memplan-planner-greedy-bestfit --example pack_bench -- --shapes
+//! cargo run --release -p memplan-planner-greedy-bestfit --example pack_bench -- --shapes --sizes 100000 --limit 1 --all-orders
+//! ```
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use memplan_planner_greedy_bestfit::GreedyBestFit;
 use memplan_planner_kit::testing::{
-    minimalloc_csv, model_like_trace, read_minimalloc, single_memory_request, thread_cpu_time,
+    generated_instance, minimalloc_csv, model_like_trace, read_minimalloc, single_memory_request,
+    thread_cpu_time, with_deadline,
 };
-use memplan_planner_kit::{arena_lower_bound, Buffer};
+use memplan_planner_kit::{arena_lower_bound, Buffer, Fit, Order};
 use memplan_plugin_api::{HostContext, MemoryPlan, PlanRequest, Planner};
 
 /// The generated traces: (file name, buffer count).
@@ -113,12 +126,125 @@ fn write_traces(dir: &Path) {
     }
 }
 
+/// The trace shapes `--shapes` times, as generator spec prefixes.
+const SHAPES: [&str; 5] = ["band", "all-live", "random", "model", "compiler"];
+
+/// The value after `flag` in `args`, if given.
+fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    let position = args.iter().position(|arg| arg == flag)?;
+    Some(
+        args.get(position + 1)
+            .unwrap_or_else(|| panic!("{flag} needs a value")),
+    )
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// `--shapes`: each shape at each size, under a deadline (see the module documentation).
+fn time_shapes(args: &[String]) {
+    let sizes: Vec<usize> = flag_value(args, "--sizes")
+        .unwrap_or("100000,1000000")
+        .split(',')
+        .map(|size| size.parse().expect("--sizes: numbers separated by commas"))
+        .collect();
+    let limit = Duration::from_secs_f64(
+        flag_value(args, "--limit").map_or(60.0, |s| s.parse().expect("--limit: seconds")),
+    );
+    let runs: usize = flag_value(args, "--runs").map_or(1, |r| r.parse().expect("--runs: a count"));
+    let options: Vec<String> = if args.iter().any(|arg| arg == "--all-orders") {
+        Order::ALL
+            .iter()
+            .flat_map(|(order, _)| {
+                Fit::ALL
+                    .iter()
+                    .map(move |(fit, _)| format!(r#"{{"order":"{order}","fit":"{fit}"}}"#))
+            })
+            .collect()
+    } else {
+        vec!["{}".into()]
+    };
+    println!("load average before: {}", load_average());
+    println!(
+        "{:<18} {:<34} {:>12} {:>7} {:>10} {:>10}  limit",
+        "trace", "options", "height", "ratio", "wall ms", "cpu ms"
+    );
+    for shape in SHAPES {
+        for &size in &sizes {
+            let spec = format!("{shape}:{size}");
+            let buffers = generated_instance(&spec)
+                .expect("a generator spec")
+                .expect("a valid spec");
+            let bound = arena_lower_bound(&buffers);
+            for options in &options {
+                let request = request(&buffers, options);
+                let (mut wall, mut cpu, mut outcome) = (Vec::new(), Vec::new(), None);
+                for _ in 0..runs {
+                    let start = Instant::now();
+                    let cpu_start = thread_cpu_time().unwrap_or_default();
+                    let deadline = start + limit;
+                    let plan = GreedyBestFit::plan(&request, &with_deadline(&deadline));
+                    wall.push(start.elapsed());
+                    cpu.push(
+                        thread_cpu_time()
+                            .unwrap_or_default()
+                            .saturating_sub(cpu_start),
+                    );
+                    outcome = Some(plan);
+                }
+                let median = |times: &mut Vec<Duration>| {
+                    times.sort();
+                    times[times.len() / 2].as_secs_f64() * 1e3
+                };
+                let (wall, cpu) = (median(&mut wall), median(&mut cpu));
+                let (height, ratio, limit_note) = match outcome.expect("at least one run") {
+                    Ok(plan) => {
+                        let height = plan
+                            .allocations
+                            .iter()
+                            .map(|a| a.offset + a.size)
+                            .max()
+                            .unwrap_or(0);
+                        let ratio = format!("{:.4}", height as f64 / bound as f64);
+                        (height.to_string(), ratio, String::new())
+                    }
+                    Err(error) => (
+                        "-".into(),
+                        "-".into(),
+                        format!(
+                            "stopped {:.0} ms after the {:.0} ms limit: {:?}",
+                            wall - limit.as_secs_f64() * 1e3,
+                            limit.as_secs_f64() * 1e3,
+                            error.kind
+                        ),
+                    ),
+                };
+                println!(
+                    "{spec:<18} {options:<34} {height:>12} {ratio:>7} {wall:>10.1} {cpu:>10.1}  {limit_note}"
+                );
+            }
+        }
+    }
+    println!("load average after: {}", load_average());
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let [flag, dir] = args.as_slice() {
         if flag == "--write-traces" {
             return write_traces(Path::new(dir));
         }
+    }
+    if args.iter().any(|arg| arg == "--shapes") {
+        return time_shapes(&args);
     }
     let corpus = args.first().map_or("/work/shared/data", String::as_str);
     println!(

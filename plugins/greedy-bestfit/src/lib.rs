@@ -15,9 +15,8 @@
 
 use memplan_planner_kit::{
     pack_greedy_until, plan_with_packer, Buffer, Fit, Order, Packer, Packing, PlannerOptions,
-    Stopped,
 };
-use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanErrorKind, PlanRequest, Planner};
+use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanRequest, Planner};
 
 pub struct GreedyBestFit;
 
@@ -66,25 +65,19 @@ impl GreedyPacker {
 impl Packer for GreedyPacker {
     fn pack(&self, buffers: &[Buffer], context: &HostContext) -> Result<Packing, PlanError> {
         // Asks the host between placements, so that --timeout stops even a slow packing.
-        pack_greedy_until(buffers, self.order, self.fit, &|| context.should_stop()).map_err(
-            |Stopped| {
-                PlanError::new(
-                    PlanErrorKind::Cancelled,
-                    format!(
-                        "stopped at the time limit while placing {} buffers",
-                        buffers.len()
-                    ),
-                )
-            },
-        )
+        pack_greedy_until(buffers, self.order, self.fit, &|| context.should_stop())
+            .map_err(|stopped| stopped.into_plan_error(buffers.len()))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::{Duration, Instant};
+
     use memplan_planner_kit::testing::{
         assert_valid_packing, assert_valid_plan, single_memory_request, tflm_greedy_medium,
+        with_deadline,
     };
     use memplan_plugin_api::abi_stable::std_types::RString;
     use memplan_plugin_api::PlanErrorKind;
@@ -126,6 +119,27 @@ mod tests {
             .unwrap();
         assert_valid_packing(&buffers, &packing);
         assert_eq!(packing.height, 90);
+    }
+
+    #[test]
+    fn a_stop_request_ends_a_million_buffer_packing_early() {
+        // Unlimited, best fit on a million random-lifetime buffers takes minutes; asked to
+        // stop 200 ms in, the packing gives up within a poll and says it was cancelled. The
+        // margin is for unoptimised test builds on a loaded machine (the release build's
+        // figures are pack_bench's: `--shapes --limit S`).
+        let buffers = memplan_planner_kit::testing::random_lifetime_trace(1_000_000, 1);
+        for options in ["{}", r#"{"fit":"first","order":"start"}"#] {
+            let start = Instant::now();
+            let deadline = start + Duration::from_millis(200);
+            let result = GreedyPacker::from_options(options)
+                .unwrap()
+                .pack(&buffers, &with_deadline(&deadline));
+            let elapsed = start.elapsed();
+            let error = result.expect_err("stopped before a plan");
+            assert_eq!(error.kind, PlanErrorKind::Cancelled, "{options}");
+            assert!(error.message.contains("time limit"), "{}", error.message);
+            assert!(elapsed < Duration::from_secs(10), "{options}: {elapsed:?}");
+        }
     }
 
     #[test]

@@ -30,7 +30,9 @@ memplan_plugin_api::planner_root_module!(Linear);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memplan_planner_kit::testing::{assert_valid_plan, memory, tensor};
+    use std::time::Instant;
+
+    use memplan_planner_kit::testing::{assert_valid_plan, memory, tensor, with_deadline};
     use memplan_plugin_api::abi_stable::std_types::{RString, RVec};
     use memplan_plugin_api::{PlanErrorKind, TensorKind, TensorRequest};
 
@@ -55,6 +57,31 @@ mod tests {
         let offsets: Vec<u64> = plan.allocations.iter().map(|a| a.offset).collect();
         assert_eq!(offsets, vec![0, 24, 48]);
         assert_eq!(plan.arenas[0].size, 80);
+    }
+
+    #[test]
+    fn a_stop_request_ends_planning_with_cancelled() {
+        // A million tensors, the host already asking to stop: the bump packing gives up at
+        // its first poll rather than placing them all.
+        let tensors: Vec<TensorRequest> = (0..1_000_000u32)
+            .map(|i| {
+                tensor(
+                    &i.to_string(),
+                    TensorKind::Intermediate,
+                    16,
+                    i % 1000,
+                    i % 1000,
+                )
+            })
+            .collect();
+        let request = PlanRequest {
+            tensors: RVec::from(tensors),
+            ..request("{}")
+        };
+        let deadline = Instant::now();
+        let error = Linear::plan(&request, &with_deadline(&deadline)).unwrap_err();
+        assert_eq!(error.kind, PlanErrorKind::Cancelled);
+        assert!(error.message.contains("time limit"), "{}", error.message);
     }
 
     #[test]

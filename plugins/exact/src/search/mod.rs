@@ -71,6 +71,25 @@ const POLL_INTERVAL: u64 = 1024;
 /// The column check sums the units of items with one release; it looks this far back for
 /// the release (equal releases that it misses only make the sort longer).
 const DISTINCT_RELEASES_SEEN: usize = 8;
+/// A search of a component with more items, or whose lifetimes cover more (buffer, column)
+/// pairs than [`LARGE_SEARCH_SPAN`], is *large*, and trades pruning for time and memory
+/// linear in the input; it stays complete:
+/// - it branches on the leftmost column a candidate covers, and a node gathers only the
+///   candidates starting there: choosing the column with the fewest children needs every
+///   candidate of the valley and their coverage, and at the first nodes of a large
+///   component the valley is every column, the candidates every item (a node of a
+///   100,000-buffer trace took 150 us, where a packing needs 100,000 nodes). A column that
+///   cannot stay empty right of the chosen one is left for deeper nodes to find;
+/// - no release inference: it needs the items live in each column, as many as the pairs
+///   (10,000 saved activations over 30,000 columns: 3 * 10^8), and took 65 % of the time
+///   on a 10,000-buffer training trace (1.5 ms a node, so the deadline was polled late);
+/// - no dominance by resting points, so no per-column record of the highest top: a placed
+///   buffer or a closed valley raises a run of columns all at one floor, undone as one
+///   change (per column, the trail of one dive held as many changes as pairs: 3.3 GB on a
+///   62,000-buffer trace).
+pub const LARGE_SEARCH_ITEMS: usize = 4096;
+/// See [`LARGE_SEARCH_ITEMS`]: 2^22 pairs (the per-column lists: 16 MiB).
+pub const LARGE_SEARCH_SPAN: usize = 1 << 22;
 
 /// The order candidates are tried in, largest first. The search is complete in any order
 /// but its speed is very sensitive to it, so several orders are run side by side.
@@ -132,6 +151,12 @@ enum Change {
         column: u32,
         old: u64,
         old_rest: u64,
+    },
+    /// Columns `first..=last` were all at floor `old` (a valley, in a large search).
+    Floors {
+        first: u32,
+        last: u32,
+        old: u64,
     },
     Place {
         item: u32,
@@ -203,9 +228,13 @@ pub struct Search<'a> {
     trail: Vec<Change>,
     candidates: Vec<u32>,
     branching: Branching,
+    /// A large component (see [`LARGE_SEARCH_ITEMS`]): branches on the leftmost column
+    /// covered, found without a look at the rest of the valley, keeps no `rest` nor release
+    /// inference, and records a raised valley as one change.
+    large: bool,
     /// Per done column, the frame whose child placed its last buffer.
     done_at: Vec<usize>,
-    /// Free items live in each column.
+    /// Free items live in each column; empty in a large search ([`LARGE_SEARCH_ITEMS`]).
     live_items: Vec<Vec<u32>>,
     /// Per item, the highest floor across its lifetime: it cannot be placed lower.
     release: Vec<u64>,
@@ -292,8 +321,10 @@ impl<'a> Search<'a> {
         for members in &mut class_members {
             members.sort_unstable();
         }
-        let mut remaining = vec![0u64; columns];
-        let mut live = vec![0u32; columns];
+        // Units and items live per column, by differences at the ends of each lifetime:
+        // O(items + columns), where a long-lived buffer would cost one step per column.
+        let mut remaining_change = vec![0u64; columns + 1];
+        let mut live_change = vec![0i64; columns + 1];
         let mut offset = vec![UNPLACED; items.len()];
         let mut fixed = Vec::new();
         for (index, item) in items.iter().enumerate() {
@@ -303,19 +334,36 @@ impl<'a> Search<'a> {
                     fixed.push(index as u32);
                 }
                 None => {
-                    for column in item.start..=item.end {
-                        remaining[column] += item.size;
-                        live[column] += 1;
-                    }
+                    // Wrapping: a column's changes may go below zero before they are summed.
+                    remaining_change[item.start] =
+                        remaining_change[item.start].wrapping_add(item.size);
+                    remaining_change[item.end + 1] =
+                        remaining_change[item.end + 1].wrapping_sub(item.size);
+                    live_change[item.start] += 1;
+                    live_change[item.end + 1] -= 1;
                 }
             }
         }
+        let (mut units, mut count) = (0u64, 0i64);
+        let (remaining, live): (Vec<u64>, Vec<u32>) = (0..columns)
+            .map(|column| {
+                units = units.wrapping_add(remaining_change[column]);
+                count += live_change[column];
+                (units, count as u32)
+            })
+            .unzip();
         let classes = class_members.len();
-        let mut live_items: Vec<Vec<u32>> = vec![Vec::new(); columns];
-        for &index in &rank_order {
-            let item = &items[index as usize];
-            for live in &mut live_items[item.start..=item.end] {
-                live.push(index);
+        // The release inference needs the items live in each column; a large search does
+        // without (see LARGE_SEARCH_ITEMS).
+        let large = items.len() > LARGE_SEARCH_ITEMS || component.span_total() > LARGE_SEARCH_SPAN;
+        let mut live_items: Vec<Vec<u32>> = Vec::new();
+        if !large {
+            live_items = vec![Vec::new(); columns];
+            for &index in &rank_order {
+                let item = &items[index as usize];
+                for live in &mut live_items[item.start..=item.end] {
+                    live.push(index);
+                }
             }
         }
         Search {
@@ -339,6 +387,7 @@ impl<'a> Search<'a> {
             live_items,
             done_at: vec![NO_JUMP; columns],
             branching: Branching::FewestChildren,
+            large,
             release: vec![0; items.len()],
             epoch: 0,
             item_stamp: vec![0; items.len()],
@@ -358,6 +407,15 @@ impl<'a> Search<'a> {
     /// The same search branching on other columns.
     pub fn with_branching(mut self, branching: Branching) -> Search<'a> {
         self.branching = branching;
+        self
+    }
+
+    /// The same search as a large one ([`LARGE_SEARCH_ITEMS`]), for tests on small
+    /// instances.
+    #[cfg(test)]
+    fn into_large(mut self) -> Search<'a> {
+        self.large = true;
+        self.live_items = Vec::new();
         self
     }
 
@@ -498,6 +556,9 @@ impl<'a> Search<'a> {
                     self.floor[column as usize] = old;
                     self.rest[column as usize] = old_rest;
                 }
+                Change::Floors { first, last, old } => {
+                    self.floor[first as usize..=last as usize].fill(old);
+                }
                 Change::Place { item } => {
                     let item = item as usize;
                     let it = &self.component.items[item];
@@ -532,6 +593,17 @@ impl<'a> Search<'a> {
         });
         self.floor[column] = value;
         self.rest[column] = rest;
+    }
+
+    /// Raises the floor of columns `first..=last`, all at `old`, to `value`, as one change
+    /// (large searches, which keep no `rest`).
+    fn raise_floors(&mut self, first: usize, last: usize, old: u64, value: u64) {
+        self.trail.push(Change::Floors {
+            first: first as u32,
+            last: last as u32,
+            old,
+        });
+        self.floor[first..=last].fill(value);
     }
 
     /// Whether `item` at `offset` would rest on a placed buffer (or on 0): otherwise it
@@ -571,8 +643,14 @@ impl<'a> Search<'a> {
         if bound > self.cap {
             return None;
         }
+        if self.large {
+            // The whole lifetime lies in the valley, all at the frame's level: one change.
+            self.raise_floors(start, end, frame.level, offset + size);
+        }
         for column in start..=end {
-            self.set_floor(column, offset + size, offset + size);
+            if !self.large {
+                self.set_floor(column, offset + size, offset + size);
+            }
             self.remaining[column] -= size;
             self.live[column] -= 1;
             if self.live[column] == 0 {
@@ -599,8 +677,12 @@ impl<'a> Search<'a> {
         if bound > self.cap {
             return None;
         }
-        for column in first..=last {
-            self.set_floor(column, frame.wall, self.rest[column]);
+        if self.large {
+            self.raise_floors(first, last, frame.level, frame.wall);
+        } else {
+            for column in first..=last {
+                self.set_floor(column, frame.wall, self.rest[column]);
+            }
         }
         self.propagate(first, last, frame.wall, bound)
     }
@@ -612,6 +694,10 @@ impl<'a> Search<'a> {
     /// items of (release + sizes of the items released no earlier). The new bound, or None
     /// if a column cannot fit under the cap.
     fn propagate(&mut self, first: usize, last: usize, floor: u64, bound: u64) -> Option<u64> {
+        if self.live_items.is_empty() {
+            // A large search (see [`LARGE_SEARCH_ITEMS`]).
+            return Some(bound);
+        }
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             self.item_stamp.fill(0);
@@ -720,7 +806,10 @@ impl<'a> Search<'a> {
         let columns = self.component.columns;
         // The leftmost part: columns between two done ones (or the ends) are independent of
         // the rest, so each part is finished before the next one starts.
-        let Some(part) = (0..columns).find(|&column| self.live[column] > 0) else {
+        // Placing only ends lifetimes, so the leftmost live column is never left of the
+        // parent node's part: the scan starts there (amortised, not O(columns) a node).
+        let from = self.frames.last().map_or(0, |parent| parent.part);
+        let Some(part) = (from..columns).find(|&column| self.live[column] > 0) else {
             return self.record(height);
         };
         let (level, first) = (part..columns)
@@ -761,13 +850,17 @@ impl<'a> Search<'a> {
                 }
                 let offset = align_up(level, it.align);
                 if self.fixed.is_empty() {
-                    if !self.rests(index, offset) {
+                    if !self.large && !self.rests(index, offset) {
                         continue;
                     }
                 } else if self.hits_fixed(index, offset) {
                     continue;
                 }
                 self.candidates.push(item);
+            }
+            if self.large && self.candidates.len() > candidates_first {
+                // Every candidate found starts here, the leftmost column any covers.
+                break;
             }
         }
         let rank = &self.rank;
@@ -779,18 +872,39 @@ impl<'a> Search<'a> {
                 return None;
             }
             LastChild::Close
+        } else if self.large {
+            // The candidates all start at the leftmost column any covers; the columns before
+            // it stay empty at this level, which needs slack there.
+            let column = self.component.items[self.candidates[candidates_first] as usize].start;
+            let slack = |column: usize| self.cap.saturating_sub(level + self.remaining[column]) > 0;
+            if !(first..column).all(slack) {
+                self.candidates.truncate(candidates_first);
+                return None;
+            }
+            if slack(column) {
+                LastChild::Exclude
+            } else {
+                LastChild::None
+            }
         } else {
             // Branch on the valley column with the fewest ways to be covered at this level.
             // A column without slack cannot stay empty here (closing wastes at least a
             // unit), so only the buffers covering it are tried; otherwise one more child
             // excludes them all.
+            // Counted by differences at the candidates' ends: O(valley + candidates), where
+            // long-lived candidates in a wide valley would cost their spans summed.
             self.coverage.clear();
-            self.coverage.resize(last - first + 1, 0);
+            self.coverage.resize(last - first + 2, 0);
             for &item in &self.candidates[candidates_first..] {
                 let it = &self.component.items[item as usize];
-                for column in it.start..=it.end {
-                    self.coverage[column - first] += 1;
-                }
+                self.coverage[it.start - first] = self.coverage[it.start - first].wrapping_add(1);
+                self.coverage[it.end + 1 - first] =
+                    self.coverage[it.end + 1 - first].wrapping_sub(1);
+            }
+            let mut covering = 0u32;
+            for count in &mut self.coverage {
+                covering = covering.wrapping_add(*count);
+                *count = covering;
             }
             let mut choice: Option<(u32, usize, bool)> = None;
             for column in first..=last {
