@@ -474,7 +474,7 @@ fn an_isolated_planner_logs_into_a_redirected_stderr_file() {
     assert_eq!(output.status.code(), Some(0), "{logged}");
     // The planner's own note, logged in the worker through its host context.
     assert!(
-        logged.contains("memplan::planner: portfolio: 2 buffers: greedy best fit by size won"),
+        logged.contains("memplan::planner: portfolio: 2 buffers: greedy best fit by duration won"),
         "{logged}"
     );
 }

@@ -6,7 +6,7 @@
 //! 1. the arena's lower bound (the one memplan reports: the kit's `arena_lower_bound`). No
 //!    packing is lower, so a candidate that reaches it ends the search, proven optimal;
 //! 2. cheap candidates, each O(n log n): the kit's greedy packer in each of its orders (by
-//!    size, duration, area, lifetime start) with best and then first fit (first fit by size
+//!    duration, size, area, lifetime start) with best and then first fit (first fit by size
 //!    is TFLite Micro's planner; XLA's heap simulator keeps the best of several such orders),
 //!    two at a time on two threads; the search starts from the lowest of them.
 //!    Above [`ONLY_TWO_GREEDY_ABOVE`] buffers only the first two run, so a million-tensor
@@ -67,17 +67,20 @@ pub const EXACT_MAX_BUFFERS: usize = 50_000;
 type Candidate = (Order, Fit, &'static str);
 
 /// The greedy candidates, in the order they are tried: every order of the kit with best
-/// and then first fit; the search starts from the lowest of them per component
+/// and then first fit, by duration first as `exact`'s own ([`crate::greedy::ORDERS`]): the
+/// first candidate always completes, and on training traces that order is both the quick
+/// one and the lowest (28,000 buffers: at the bound in 0.1 s, where by size one pass took
+/// 1.4 s and left the plan 0.4 % above it); the search starts from the lowest of them per component
 /// ([`crate::greedy::best_start`]) instead of making its own.
 const GREEDY: [Candidate; 8] = [
+    (Order::Duration, Fit::Best, "greedy best fit by duration"),
+    (Order::Duration, Fit::First, "greedy first fit by duration"),
     (Order::Size, Fit::Best, "greedy best fit by size"),
     (
         Order::Size,
         Fit::First,
         "greedy first fit by size (TFLite Micro's)",
     ),
-    (Order::Duration, Fit::Best, "greedy best fit by duration"),
-    (Order::Duration, Fit::First, "greedy first fit by duration"),
     (Order::Area, Fit::Best, "greedy best fit by area"),
     (Order::Area, Fit::First, "greedy first fit by area"),
     (Order::Start, Fit::Best, "greedy best fit by lifetime start"),
