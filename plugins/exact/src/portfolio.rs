@@ -610,7 +610,7 @@ mod tests {
         assert!(
             packing
                 .note
-                .starts_with("greedy best fit by size won, proven optimal"),
+                .starts_with("greedy best fit by duration won, proven optimal"),
             "{}",
             packing.note
         );
