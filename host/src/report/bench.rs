@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::selection::measure::BenchRow;
+use crate::selection::measure::{BenchRow, Measurement};
 
 pub fn format_text(rows: &[BenchRow]) -> String {
     let input_width = rows.iter().map(|r| r.input.len()).max().unwrap_or(0).max(5);
@@ -30,14 +30,7 @@ pub fn format_text(rows: &[BenchRow]) -> String {
                 m.median_time.as_secs_f64() * 1e3,
                 m.limit
                     .map_or("-".to_string(), |limit| format!("{:.0}", limit.as_secs_f64() * 1e3)),
-                if m.overran() {
-                    format!(
-                        "  OVERRAN: slowest run {:.0} ms",
-                        m.max_time.as_secs_f64() * 1e3
-                    )
-                } else {
-                    String::new()
-                }
+                flags(m)
             )),
             Err(error) => out.push_str(&format!(
                 "{:<input_width$}  {:<planner_width$}  failed: {}\n",
@@ -48,6 +41,23 @@ pub fn format_text(rows: &[BenchRow]) -> String {
         }
     }
     out
+}
+
+/// What the text row says after its columns: an overrun, heights that varied over the runs.
+fn flags(m: &Measurement) -> String {
+    let mut flags = String::new();
+    if m.overran() {
+        flags.push_str(&format!(
+            "  OVERRAN: slowest run {:.0} ms",
+            m.max_time.as_secs_f64() * 1e3
+        ));
+    }
+    if let Some((low, high)) = m.height_range {
+        flags.push_str(&format!(
+            "  height varied {low}-{high} over the runs (stopped by its time limit)"
+        ));
+    }
+    flags
 }
 
 pub fn rows_json(rows: &[BenchRow]) -> Value {
@@ -64,6 +74,8 @@ pub fn rows_json(rows: &[BenchRow]) -> Value {
                 "max_ms": m.max_time.as_secs_f64() * 1e3,
                 "limit_ms": m.limit.map(|limit| limit.as_secs_f64() * 1e3),
                 "overran": m.overran(),
+                "height_min": m.height_range.map_or(m.height, |range| range.0),
+                "height_max": m.height_range.map_or(m.height, |range| range.1),
                 "runs": m.runs,
             }),
             Err(error) => json!({
@@ -130,7 +142,7 @@ mod tests {
     use super::*;
     use crate::check::{Violation, ViolationKind, Violations};
     use crate::error::Error;
-    use crate::selection::measure::{wrong_plan_error, Measurement};
+    use crate::selection::measure::wrong_plan_error;
 
     #[test]
     fn outputs_list_every_row_in_order() {
@@ -140,12 +152,14 @@ mod tests {
             median_time: Duration::from_micros(1500),
             max_time: Duration::from_micros(2000),
             limit: None,
+            height_range: None,
             runs: 3,
         };
         let overran = Measurement {
             median_time: Duration::from_millis(1400),
             max_time: Duration::from_millis(1700),
             limit: Some(Duration::from_secs(1)),
+            height_range: Some((88, 90)),
             ..measurement.clone()
         };
         let rows = vec![
@@ -208,9 +222,14 @@ mod tests {
         );
         let late = text.lines().nth(3).unwrap();
         assert!(
-            late.ends_with("1000  OVERRAN: slowest run 1700 ms"),
+            late.ends_with(
+                "1000  OVERRAN: slowest run 1700 ms  height varied 88-90 over the runs \
+                 (stopped by its time limit)"
+            ),
             "{text}"
         );
+        assert_eq!(json["results"][2]["height_min"], 88);
+        assert_eq!(json["results"][0]["height_max"], 90);
         let rejected = text.lines().nth(4).unwrap();
         assert!(
             rejected.contains("failed: planner `sloppy` returned a wrong plan")

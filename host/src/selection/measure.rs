@@ -12,9 +12,11 @@
 //!   limit by more than [`OVERRUN_SLACK_PERCENT`] % + [`OVERRUN_SLACK`] *overran* it, and its
 //!   row says so: a planner must return its best plan so far when its time is up.
 //!
-//! Every run of a planner must give the same plan; a planner that does not is reported as
-//! failed. That plan is then checked once, outside the timed runs, with the same checker as
-//! `memplan plan`: a plan the checker rejects fails its row (exit 3 when it is the first
+//! Every run of a planner must give the same plan, unless a run was stopped by its time limit
+//! (a search the clock stops may end elsewhere each time: the row then gives the first run's
+//! height and the range over the runs); a planner that does not is reported as failed. That
+//! plan is then checked, outside the timed runs, with the same checker as `memplan plan` (and
+//! so is every other plan a time-limited run gave): a plan the checker rejects fails its row (exit 3 when it is the first
 //! failure), so no figure is reported for a plan that would never be used. Rows come in input
 //! order, then planner order, so that everything but the times is the same from one bench to
 //! the next. A progress bar is drawn on stderr when it is a terminal.
@@ -50,6 +52,9 @@ pub struct Measurement {
     pub max_time: Duration,
     /// The time the planner was given, when one is known ([`time_limit`]).
     pub limit: Option<Duration>,
+    /// The lowest and highest height over the runs, when they differ: only a planner stopped
+    /// by its time limit may give different plans (`height` is the first run's).
+    pub height_range: Option<(u64, u64)>,
     pub runs: u32,
 }
 
@@ -112,24 +117,35 @@ pub fn measure_planner(
     runs: u32,
     limit: Option<Duration>,
     mut plan: impl FnMut() -> Result<MemoryPlan>,
-    check: impl FnOnce(MemoryPlan) -> Result<MemoryPlan, Violations>,
+    mut check: impl FnMut(MemoryPlan) -> Result<MemoryPlan, Violations>,
 ) -> Result<(Measurement, MemoryPlan)> {
     let runs = runs.max(1);
     let mut times = Vec::with_capacity(runs as usize);
     let mut first: Option<MemoryPlan> = None;
+    let mut heights = (u64::MAX, 0);
+    let mut reached_limit = false;
     for run in 0..runs {
         let start = Instant::now();
         let this = plan()?;
-        times.push(start.elapsed());
+        let elapsed = start.elapsed();
+        times.push(elapsed);
+        reached_limit |= limit.is_some_and(|limit| elapsed >= limit * 95 / 100);
+        let height = scratch_height(&this);
+        heights = (heights.0.min(height), heights.1.max(height));
         match &first {
             None => first = Some(this),
             // Arenas and allocations only: the summary may say how long the search took.
             Some(first) if first.arenas != this.arenas || first.allocations != this.allocations => {
-                return Err(Error::plugin(format!(
-                    "planner `{planner}` is not deterministic: run {} gave a different plan \
-                     from run 1",
-                    run + 1
-                )))
+                if !reached_limit {
+                    return Err(Error::plugin(format!(
+                        "planner `{planner}` is not deterministic: run {} gave a different plan \
+                         from run 1, and no run was stopped by its time limit",
+                        run + 1
+                    )));
+                }
+                // A search the clock stopped may end elsewhere from run to run; each plan it
+                // gives must still be a valid one.
+                check(this).map_err(|violations| wrong_plan_error(planner, &violations))?;
             }
             Some(_) => {}
         }
@@ -144,6 +160,7 @@ pub fn measure_planner(
         median_time: times[times.len() / 2],
         max_time: times[times.len() - 1],
         limit,
+        height_range: (heights.0 != heights.1).then_some(heights),
         runs,
     };
     Ok((measurement, plan))
@@ -313,6 +330,58 @@ mod tests {
     }
 
     #[test]
+    fn runs_stopped_by_their_time_limit_may_differ_and_every_plan_is_checked() {
+        let mut calls = 0;
+        let mut checks = 0;
+        let measured = measure_planner(
+            &empty_request(),
+            "search",
+            3,
+            Some(Duration::from_millis(20)),
+            || {
+                calls += 1;
+                std::thread::sleep(Duration::from_millis(25));
+                Ok(plan_with_height([64, 48, 64][calls - 1]))
+            },
+            |plan| {
+                checks += 1;
+                Ok(plan)
+            },
+        )
+        .unwrap()
+        .0;
+        assert_eq!(measured.height, 64, "the first run's");
+        assert_eq!(measured.height_range, Some((48, 64)));
+        // The first plan, and the one that differed from it.
+        assert_eq!(checks, 2);
+        // A differing plan the checker rejects fails the row.
+        let mut calls = 0;
+        let error = measure_planner(
+            &empty_request(),
+            "search",
+            2,
+            Some(Duration::from_millis(20)),
+            || {
+                calls += 1;
+                std::thread::sleep(Duration::from_millis(25));
+                Ok(plan_with_height(32 * calls))
+            },
+            |plan| {
+                if scratch_height(&plan) == 64 {
+                    Err(Violations(vec![Violation::new(
+                        ViolationKind::Overlap,
+                        "bad",
+                    )]))
+                } else {
+                    Ok(plan)
+                }
+            },
+        )
+        .unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Rejected);
+    }
+
+    #[test]
     fn a_summary_that_differs_from_run_to_run_is_not_a_different_plan() {
         // exact's summary says how long its search ran; the plan itself is the same.
         let mut calls = 0;
@@ -345,7 +414,7 @@ mod tests {
             2,
             None,
             || Ok(plan_with_height(16)),
-            |_| Err(Violations(violations)),
+            |_| Err(Violations(violations.clone())),
         )
         .unwrap_err();
         assert_eq!(error.kind, ErrorKind::Rejected);
