@@ -89,7 +89,8 @@ pub fn single_memory_request(buffers: &[Buffer]) -> PlanRequest {
 /// log-uniform from 16 B to 128 KiB, in multiples of 16, alignment 16.
 pub fn model_like_trace(count: usize, seed: u64) -> Vec<Buffer> {
     let mut random = XorShift64Star::new(seed);
-    let steps = (count / 2).max(1) as u32;
+    // One step per two buffers, the last one alone when `count` is odd.
+    let steps = count.div_ceil(2).max(1) as u32;
     (0..count)
         .map(|index| {
             let first = (index / 2) as u32;
