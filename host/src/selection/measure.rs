@@ -42,6 +42,10 @@ pub const OVERRUN_SLACK_PERCENT: u32 = 10;
 /// How far past its time limit a planner run may end, beyond [`OVERRUN_SLACK_PERCENT`].
 pub const OVERRUN_SLACK: Duration = Duration::from_millis(50);
 
+/// A run that took at least this share of its time limit (in percent) was stopped by it: a
+/// search the clock stops may end with another plan from run to run.
+pub const STOPPED_AT_LIMIT_PERCENT: u32 = 95;
+
 /// One planner's figures on one input.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Measurement {
@@ -129,7 +133,8 @@ pub fn measure_planner(
         let this = plan()?;
         let elapsed = start.elapsed();
         times.push(elapsed);
-        reached_limit |= limit.is_some_and(|limit| elapsed >= limit * 95 / 100);
+        reached_limit |=
+            limit.is_some_and(|limit| elapsed >= limit * STOPPED_AT_LIMIT_PERCENT / 100);
         let height = scratch_height(&this);
         heights = (heights.0.min(height), heights.1.max(height));
         match &first {

@@ -130,8 +130,8 @@ pub struct PortfolioPacker {
     /// The exact search as planner `exact` runs it; holds the plan's deadline, shared by
     /// every arena.
     exact: ExactPacker,
-    /// The search the second core runs beside it where no hill climbing does: restarts and
-    /// bisection only ([`SECOND_SEARCH`]), same deadline.
+    /// The search the second core runs beside it where no hill climbing does: restarts only
+    /// ([`SECOND_SEARCH`]), same deadline.
     second: ExactPacker,
 }
 
@@ -198,7 +198,7 @@ impl Packer for PortfolioPacker {
                 let other = scope.spawn(|| {
                     let flag = StopFlag(&searched_done);
                     let context = flag.context();
-                    let result = if climbing {
+                    if climbing {
                         let stop = || context.should_stop() || Instant::now() >= deadline;
                         let steps = (CLIMB_WORK / buffers.len()).min(CLIMB_MAX_STEPS);
                         climb(buffers, order, fit, bound, steps, &stop)
@@ -206,8 +206,7 @@ impl Packer for PortfolioPacker {
                     } else {
                         let searched = self.second.pack_from(buffers, room, &starts, &context);
                         Some(("exact search".to_string(), searched))
-                    };
-                    result
+                    }
                 });
                 // The host's context is asked on this thread only (it is not shared). The
                 // other thread never stops this search: which of two threads gets somewhere
