@@ -34,17 +34,28 @@ pub const GENERATED_SPECS: &str = "band:N, all-live:N[:SEED], random:N[:SEED], m
 /// not a generator spec (a file name, say), and an error naming the spec when it is one but
 /// its numbers do not read.
 pub fn generated_instance(spec: &str) -> Option<Result<Vec<Buffer>, String>> {
+    const KINDS: [&str; 7] = [
+        "band",
+        "all-live",
+        "random",
+        "model",
+        "compiler",
+        "even-compiler",
+        "cut",
+    ];
     let (kind, rest) = spec.split_once(':')?;
-    let numbers: Result<Vec<u64>, _> = rest.split(':').map(str::parse::<u64>).collect();
-    let usage = || format!("'{spec}': expected one of {GENERATED_SPECS}");
-    let Ok(numbers) = numbers else {
-        return matches!(
-            kind,
-            "band" | "all-live" | "random" | "model" | "compiler" | "even-compiler" | "cut"
-        )
-        .then(|| Err(usage()));
+    if !KINDS.contains(&kind) {
+        return None;
+    }
+    let usage = || Some(Err(format!("'{spec}': expected one of {GENERATED_SPECS}")));
+    let Ok(numbers) = rest
+        .split(':')
+        .map(str::parse::<u64>)
+        .collect::<Result<Vec<u64>, _>>()
+    else {
+        return usage();
     };
-    let count = numbers.first().copied().unwrap_or(0) as usize;
+    let count = numbers[0] as usize;
     let seed = numbers.get(1).copied().unwrap_or(DEFAULT_SEED);
     let generated = match (kind, numbers.len()) {
         ("band", 1) => band_trace(count),
@@ -56,14 +67,12 @@ pub fn generated_instance(spec: &str) -> Option<Result<Vec<Buffer>, String>> {
         ("cut", 1..=3) => {
             let steps = numbers.get(2).map_or(CUT_STEPS, |&steps| steps as u32);
             if steps == 0 {
-                return Some(Err(usage()));
+                return usage();
             }
             rectangle_cut(CUT_WIDTH, steps, count, seed)
         }
-        ("band" | "all-live" | "random" | "model" | "compiler" | "even-compiler" | "cut", _) => {
-            return Some(Err(usage()))
-        }
-        _ => return None,
+        // A generator's name with too many or too few numbers.
+        _ => return usage(),
     };
     Some(Ok(generated))
 }
