@@ -19,8 +19,7 @@ pub(super) fn choose_gap(
     let mut cursor = 0u64;
     for (start, end) in occupied {
         if start > cursor {
-            let candidate = lowest_start(cursor, size, alignment, barriers);
-            if candidate.saturating_add(size) <= start {
+            if let Some(candidate) = offset_in_gap(cursor, start, size, alignment, barriers) {
                 let length = start - cursor;
                 match fit {
                     Fit::First => return candidate,
@@ -40,10 +39,25 @@ pub(super) fn choose_gap(
     }
 }
 
+/// Where `size` bytes go in the free bytes `from..to`: at the [`lowest_start`] from `from`,
+/// when they end by `to` there; `None` when they do not fit.
+#[inline]
+pub(super) fn offset_in_gap(
+    from: u64,
+    to: u64,
+    size: u64,
+    alignment: u64,
+    barriers: &[u64],
+) -> Option<u64> {
+    let candidate = lowest_start(from, size, alignment, barriers);
+    (candidate.saturating_add(size) <= to).then_some(candidate)
+}
+
 /// The lowest aligned offset from `from` up where `size` bytes span none of the `barriers`
 /// (ascending): past a barrier they would cross, the search moves to the barrier itself.
+/// Also where a buffer goes in the unbounded space above every occupied byte.
 #[inline]
-fn lowest_start(from: u64, size: u64, alignment: u64, barriers: &[u64]) -> u64 {
+pub(super) fn lowest_start(from: u64, size: u64, alignment: u64, barriers: &[u64]) -> u64 {
     let mut start = align_up(from, alignment);
     for &barrier in barriers {
         if start < barrier && start.saturating_add(size) > barrier {

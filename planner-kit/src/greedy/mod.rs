@@ -114,6 +114,7 @@ mod fit;
 mod heap;
 mod item;
 mod radix;
+mod sweep;
 #[cfg(test)]
 mod tests;
 mod timeline;
@@ -259,6 +260,9 @@ pub fn pack_greedy_between(
     stop: &dyn Fn() -> bool,
 ) -> Result<Packing, Stopped> {
     debug_assert!(barriers.is_sorted());
+    if sweep::applies(buffers, order, fit) {
+        return sweep::pack_start_best_fit(buffers, barriers, stop);
+    }
     let rules = Rules { fit, barriers };
     pack_narrow_first(buffers, PlacementKey::for_order(order, fit), rules, stop)
 }

@@ -213,6 +213,8 @@ fn pack_between_by_brute_force(
         let mut occupied: Vec<(u64, u64)> = (0..buffers.len())
             .filter_map(|j| placed[j].map(|offset| (j, offset)))
             .filter(|&(j, _)| buffers[j].lifetime.overlaps(own.lifetime))
+            // An empty buffer takes no byte: it splits no gap (the packers skip it too).
+            .filter(|&(j, _)| buffers[j].size > 0)
             .map(|(j, offset)| (offset, offset + buffers[j].size))
             .collect();
         occupied.sort_unstable_by_key(|&(offset, _)| offset);
@@ -735,4 +737,158 @@ fn random_small_instances_pack_as_the_reference_packer() {
             }
         }
     }
+}
+
+/// The general packer (time index over the placed buffers) in start order with best fit:
+/// what the sweep over time must equal, offset for offset.
+fn pack_start_best_fit_generally(buffers: &[Buffer], barriers: &[u64]) -> Packing {
+    let rules = Rules {
+        fit: Fit::Best,
+        barriers,
+    };
+    let key = PlacementKey::for_order(Order::Start, Fit::Best);
+    pack_narrow_first(buffers, key, rules, &|| false).expect("never stopped")
+}
+
+/// The sweep's packing of `buffers`, checked valid and equal to the general packer's.
+fn assert_sweep_packs_as_the_general_packer(buffers: &[Buffer], barriers: &[u64], name: &str) {
+    assert!(sweep::applies(buffers, Order::Start, Fit::Best), "{name}");
+    let swept = sweep::pack_start_best_fit(buffers, barriers, &|| false).expect("never stopped");
+    let general = pack_start_best_fit_generally(buffers, barriers);
+    assert_eq!(swept, general, "{name}: {barriers:?}");
+    assert_valid_packing(buffers, &swept);
+    // And what every caller gets.
+    let dispatched = pack_greedy_between(buffers, Order::Start, Fit::Best, barriers, &|| false);
+    assert_eq!(dispatched, Ok(swept), "{name}");
+}
+
+#[test]
+fn the_sweep_packs_random_small_instances_as_the_general_packer() {
+    // Alignments up to 16, barriers, empty buffers, and offsets past 32 bits (where the
+    // general packer starts over with 64-bit words): the very offsets of the general packer
+    // and of the reference.
+    let mut random = crate::XorShift64Star::new(53);
+    for instance in 0..5000 {
+        let mut buffers = random_small_instance(&mut random);
+        for buffer in &mut buffers {
+            buffer.fixed_offset = FixedOffset::NONE;
+            if random.percent(5) {
+                buffer.size = 0;
+            }
+        }
+        let mut barriers: Vec<u64> = match instance % 3 {
+            0 => vec![],
+            1 => vec![16 + random.below(64)],
+            _ => vec![32, 64 + random.below(64)],
+        };
+        if instance % 5 == 4 {
+            for buffer in &mut buffers {
+                buffer.size <<= 30;
+                buffer.alignment <<= 30;
+            }
+            barriers.iter_mut().for_each(|barrier| *barrier <<= 30);
+        }
+        let name = format!("instance {instance}: {buffers:?}");
+        assert_sweep_packs_as_the_general_packer(&buffers, &barriers, &name);
+        let sorted = reference_order(&buffers, Order::Start, Fit::Best);
+        let expected = pack_between_by_brute_force(&buffers, &sorted, Fit::Best, &barriers);
+        let swept = sweep::pack_start_best_fit(&buffers, &barriers, &|| false).unwrap();
+        assert_eq!(swept.offsets, expected, "{name}");
+    }
+}
+
+#[test]
+fn buffers_at_fixed_offsets_keep_the_general_packer() {
+    // A fixed buffer starting after a buffer it overlaps is one a sweep over start points has
+    // not met yet: start order with best fit goes the general way then, with its offsets.
+    let buffers = vec![
+        buffer(32, 0, 9),
+        Buffer {
+            fixed_offset: FixedOffset::at(40),
+            ..buffer(8, 5, 6)
+        },
+        buffer(16, 1, 9),
+    ];
+    assert!(!sweep::applies(&buffers, Order::Start, Fit::Best));
+    let packing = pack_greedy(&buffers, Order::Start, Fit::Best);
+    assert_eq!(packing.offsets, vec![0, 40, 48]);
+    assert_eq!(packing, pack_start_best_fit_generally(&buffers, &[]));
+    // Other orders and first fit never take the sweep.
+    let free: Vec<Buffer> = [buffer(32, 0, 9), buffer(16, 1, 9)].into();
+    assert!(sweep::applies(&free, Order::Start, Fit::Best));
+    assert!(!sweep::applies(&free, Order::Start, Fit::First));
+    assert!(!sweep::applies(&free, Order::Size, Fit::Best));
+}
+
+#[test]
+fn the_sweep_packs_every_generated_shape_as_the_general_packer() {
+    for spec in [
+        "band:20000",
+        "all-live:20000",
+        "random:20000",
+        "model:20000",
+        "compiler:20000",
+        "even-compiler:20000",
+        "cut:20000",
+    ] {
+        let buffers = crate::testing::generated_instance(spec)
+            .expect("a generator")
+            .expect("a valid spec");
+        assert_sweep_packs_as_the_general_packer(&buffers, &[], spec);
+    }
+    let model = crate::testing::model_like_trace(20_000, 3);
+    let budget = crate::arena_lower_bound(&model) / 3;
+    assert_sweep_packs_as_the_general_packer(&model, &[budget, 2 * budget], "model, barriers");
+}
+
+#[test]
+fn the_sweep_packs_minimalloc_and_corpus_traces_as_the_general_packer() {
+    let mut dirs =
+        vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/minimalloc")];
+    dirs.extend(crate::testing::corpus_dir("minimalloc"));
+    dirs.extend(crate::testing::corpus_dir("tflm-traces"));
+    let mut packed = 0;
+    for dir in dirs {
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|e| e == "csv"))
+            .collect();
+        files.sort();
+        for path in files {
+            let buffers = crate::testing::read_minimalloc(&path).unwrap();
+            let name = path.display().to_string();
+            assert_sweep_packs_as_the_general_packer(&buffers, &[], &name);
+            packed += 1;
+        }
+    }
+    // A-K at least.
+    assert!(packed >= 11, "{packed} traces");
+}
+
+#[test]
+fn the_sweep_asked_to_stop_gives_up_at_its_first_poll() {
+    let buffers = crate::testing::random_lifetime_trace(1_000_000, 1);
+    let polls = Cell::new(0);
+    let stop = || {
+        polls.set(polls.get() + 1);
+        true
+    };
+    let start = std::time::Instant::now();
+    let packing = pack_greedy_until(&buffers, Order::Start, Fit::Best, &stop);
+    assert_eq!(packing, Err(Stopped));
+    assert_eq!(polls.get(), 1);
+    // Its first poll comes after STOP_FIRST_POLL_WORK units: a pass over the buffers, well
+    // under a second even on a loaded machine (the whole packing takes about 0.6 s).
+    assert!(start.elapsed().as_secs_f64() < 2.0, "{:?}", start.elapsed());
+    // Never asked to stop, it asks again and again and finishes.
+    let asked = Cell::new(0);
+    let never = || {
+        asked.set(asked.get() + 1);
+        false
+    };
+    let few = &buffers[..100_000];
+    let packing = pack_greedy_until(few, Order::Start, Fit::Best, &never).expect("never stopped");
+    assert_valid_packing(few, &packing);
+    assert!(asked.get() >= 20, "asked {} times", asked.get());
 }

@@ -129,6 +129,9 @@ fn write_traces(dir: &Path) {
 /// The trace shapes `--shapes` times, as generator spec prefixes.
 const SHAPES: [&str; 5] = ["band", "all-live", "random", "model", "compiler"];
 
+/// Start order with best fit: the sweep over time, O(n log n) on every shape.
+const START_BEST_FIT: &str = r#"{"order":"start"}"#;
+
 /// The value after `flag` in `args`, if given.
 fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
     let position = args.iter().position(|arg| arg == flag)?;
@@ -169,8 +172,10 @@ fn time_shapes(args: &[String]) {
                     .map(move |(fit, _)| format!(r#"{{"order":"{order}","fit":"{fit}"}}"#))
             })
             .collect()
+    } else if args.iter().any(|arg| arg == "--start-only") {
+        vec![START_BEST_FIT.into()]
     } else {
-        vec!["{}".into()]
+        vec!["{}".into(), START_BEST_FIT.into()]
     };
     println!("load average before: {}", load_average());
     println!(
