@@ -887,8 +887,8 @@ fn the_sweep_asked_to_stop_gives_up_at_its_first_poll() {
         asked.set(asked.get() + 1);
         false
     };
-    let few = &buffers[..100_000];
+    let few = &buffers[..20_000];
     let packing = pack_greedy_until(few, Order::Start, Fit::Best, &never).expect("never stopped");
     assert_valid_packing(few, &packing);
-    assert!(asked.get() >= 20, "asked {} times", asked.get());
+    assert!(asked.get() >= 10, "asked {} times", asked.get());
 }
