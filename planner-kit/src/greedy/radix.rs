@@ -86,12 +86,14 @@ impl<T: Copy + Default> RadixRoom<T> {
     }
 }
 
-/// Sorts `items` by `key` (every key distinct), with `room` (for at least `items.len()`
-/// items) as working room: a least-significant-digit radix sort over the 24 key bytes that
-/// skips the bytes on which all keys agree (most of them, for real sizes, durations and
-/// indices). O(n) per byte sorted, sequential reads and 256 streams of writes; small inputs
-/// use a comparison sort. Counts each pass over the items with `poller` (at a million, a
-/// pass takes a few milliseconds), and gives up with them unsorted when it says to stop.
+/// Sorts `items` by `key`, stably (items with equal keys keep their order), with `room` (for
+/// at least `items.len()` items) as working room: a least-significant-digit radix sort over
+/// the 24 key bytes that skips the bytes on which all keys agree (most of them, for real
+/// sizes, durations and indices). One pass finds those bytes, one counts the values of the
+/// others; then O(n) per byte sorted, sequential reads and 256 streams of writes; small
+/// inputs use a comparison sort. Counts each pass over the items with `poller` (at a
+/// million, a pass takes a few milliseconds), and gives up with them unsorted when it says
+/// to stop.
 #[inline]
 pub(super) fn radix_sort<T: Copy>(
     items: &mut [T],
@@ -100,7 +102,7 @@ pub(super) fn radix_sort<T: Copy>(
     poller: &mut Poller,
 ) -> Result<(), Stopped> {
     if items.len() <= 64 {
-        items.sort_unstable_by_key(&key);
+        items.sort_by_key(&key);
         return Ok(());
     }
     // Byte `position` of a key, 0 the least significant.
@@ -111,23 +113,38 @@ pub(super) fn radix_sort<T: Copy>(
         };
         (bits & 0xff) as usize
     };
+    // The bits on which keys differ, as a key: counting only their bytes spares most of
+    // the counting pass's work.
+    let (mut ones, mut zeros) = ((0u128, 0u64), (u128::MAX, u64::MAX));
+    for item in items.iter() {
+        let (major, minor) = key(item);
+        ones = (ones.0 | major, ones.1 | minor);
+        zeros = (zeros.0 & major, zeros.1 & minor);
+    }
+    poller.spent(items.len() as u64)?;
+    let differing = (ones.0 & !zeros.0, ones.1 & !zeros.1);
+    let mut positions = [0usize; KEY_BYTES];
+    let mut position_count = 0;
+    for position in (0..KEY_BYTES).filter(|&position| byte(differing, position) != 0) {
+        positions[position_count] = position;
+        position_count += 1;
+    }
+    let positions = &positions[..position_count];
     let spare = &mut room.spare[..items.len()];
     let counts = &mut *room.counts;
-    for count in counts.iter_mut() {
-        count.fill(0);
+    for &position in positions {
+        counts[position].fill(0);
     }
     for item in items.iter() {
         let key = key(item);
-        for (position, count) in counts.iter_mut().enumerate() {
-            count[byte(key, position)] += 1;
+        for &position in positions {
+            counts[position][byte(key, position)] += 1;
         }
     }
     let mut sorted_in_spare = false;
-    for (position, count) in counts.iter().enumerate() {
-        if count.contains(&(items.len() as u32)) {
-            continue;
-        }
+    for &position in positions {
         poller.spent(items.len() as u64)?;
+        let count = &counts[position];
         let mut next = [0u32; 256];
         let mut total = 0;
         for (bucket, &c) in count.iter().enumerate() {

@@ -43,9 +43,7 @@
 use std::collections::BTreeMap;
 
 use super::fit::{lowest_start, offset_in_gap};
-use super::heap::Placements;
-use super::item::Item;
-use super::radix::{radix_sort, PlacementKey, RadixRoom};
+use super::radix::{radix_sort, RadixRoom};
 use super::timeline::Timeline;
 use super::{Fit, Order, Poller, Stopped};
 use crate::{Buffer, Packing};
@@ -72,45 +70,105 @@ pub(super) fn pack_start_best_fit(
     let count = buffers.len();
     let mut poller = Poller::new(stop);
     let timeline = Timeline::new(buffers);
-    let mut items: Vec<Item<u64>> = buffers
+    let mut placing: Vec<Placing> = buffers
         .iter()
         .enumerate()
-        .map(|(index, buffer)| Item::new(index, buffer, timeline.span(buffer.lifetime)))
+        .map(|(index, buffer)| {
+            let (lo, hi) = timeline.span(buffer.lifetime);
+            Placing {
+                size: buffer.size,
+                alignment: buffer.alignment,
+                lo,
+                hi,
+                index: index as u32,
+            }
+        })
         .collect();
     poller.spent(count as u64)?;
-    let key = PlacementKey::for_order(Order::Start, Fit::Best);
+    // Stable, and the buffers come in index order: ties in (start, size) stay in index order.
     radix_sort(
-        &mut items,
+        &mut placing,
         &mut RadixRoom::new(count),
-        |item| key.of(item),
+        Placing::start_then_larger,
         &mut poller,
     )?;
-    // From here on a buffer is named by its place in the sorted order (its rank), so that
-    // the per-buffer arrays are read about in placement order.
-    let ending = EndingAt::new(&items, timeline.points.len());
+    // From here on a buffer is named by its place in start order (its rank): every array
+    // the sweep keeps per buffer is read about in that order.
+    let ending = EndingAt::new(&placing, timeline.points.len());
     poller.spent(count as u64)?;
-    let mut live = LiveBytes::new(count);
-    let mut placements = Placements::new(count);
+    // Every end stays below the highest barrier plus every size and alignment (a buffer goes
+    // into a gap, or at most its alignment above the top or a barrier): where that fits in
+    // 32 bits, so does every gap's length and start, and a gap's key is half as wide.
+    let ends_below = placing.iter().fold(
+        barriers.last().copied().unwrap_or(0),
+        |sum, buffer| {
+            sum.saturating_add(buffer.size)
+                .saturating_add(buffer.alignment)
+        },
+    );
+    let nodes = match ends_below <= u64::from(u32::MAX) {
+        true => place_in_start_order::<u64>(&placing, &ending, barriers, &mut poller)?,
+        false => place_in_start_order::<u128>(&placing, &ending, barriers, &mut poller)?,
+    };
+    let mut offsets = vec![0; count];
+    let mut height = 0;
+    for (buffer, node) in placing.iter().zip(&nodes) {
+        offsets[buffer.index as usize] = node.offset;
+        height = height.max(node.end);
+    }
+    Ok(Packing {
+        offsets,
+        height,
+        note: String::new(),
+    })
+}
+
+/// Places the buffers of `placing` (in start order) one after the other among the live ones,
+/// freeing those that ended first: each one's [`Node`], by rank.
+fn place_in_start_order<K: GapKey>(
+    placing: &[Placing],
+    ending: &EndingAt,
+    barriers: &[u64],
+    poller: &mut Poller,
+) -> Result<Vec<Node>, Stopped> {
+    let mut live = LiveBytes::<K>::new(placing.len());
     // Points before this one have had their ending buffers freed.
     let mut freed_before = 0u32;
-    for (rank, item) in items.iter().enumerate() {
-        while freed_before < item.lo {
+    for (rank, buffer) in placing.iter().enumerate() {
+        while freed_before < buffer.lo {
             let ended = ending.at(freed_before);
             ended.iter().for_each(|&gone| live.free(gone));
             poller.spent(ended.len() as u64)?;
             freed_before += 1;
         }
-        let (size, alignment) = (item.size(), item.alignment());
-        let (offset, place, tried) = live.best_fit(size, alignment, barriers);
+        let (offset, place, tried) = live.best_fit(buffer.size, buffer.alignment, barriers);
         poller.spent(1 + tried)?;
-        placements
-            .record(item, offset)
-            .expect("every end fits in 64 bits");
-        if size > 0 {
-            live.insert(rank as u32, offset, offset + size, place);
-        }
+        live.insert(rank as u32, offset, offset + buffer.size, place);
     }
-    Ok(placements.into_packing())
+    Ok(live.nodes)
+}
+
+/// What the sweep reads of a buffer, sorted into start order.
+#[derive(Clone, Copy, Default)]
+struct Placing {
+    size: u64,
+    alignment: u64,
+    /// Span in points, inclusive.
+    lo: u32,
+    hi: u32,
+    index: u32,
+}
+
+impl Placing {
+    /// The sort key of start order but for the index (see [`PlacementKey::StartThenSize`]):
+    /// first point, then larger. A stable sort of buffers in index order then puts the lower
+    /// index first among equals, and spares the sort the index's bytes.
+    ///
+    /// [`PlacementKey::StartThenSize`]: super::radix::PlacementKey::StartThenSize
+    #[inline]
+    fn start_then_larger(&self) -> (u128, u64) {
+        ((u128::from(self.lo) << 64) | u128::from(!self.size), 0)
+    }
 }
 
 /// The ranks of the non-empty buffers by their last point: `at(p)` lists those ending at
@@ -122,19 +180,19 @@ struct EndingAt {
 }
 
 impl EndingAt {
-    fn new(items: &[Item<u64>], points: usize) -> EndingAt {
+    fn new(placing: &[Placing], points: usize) -> EndingAt {
         let mut bounds = vec![0u32; points + 1];
-        for item in items.iter().filter(|item| item.size() > 0) {
-            bounds[item.hi as usize + 1] += 1;
+        for buffer in placing.iter().filter(|buffer| buffer.size > 0) {
+            bounds[buffer.hi as usize + 1] += 1;
         }
         for point in 0..points {
             bounds[point + 1] += bounds[point];
         }
         let mut next = bounds.clone();
         let mut ranks = vec![0u32; bounds[points] as usize];
-        for (rank, item) in items.iter().enumerate() {
-            if item.size() > 0 {
-                let slot = &mut next[item.hi as usize];
+        for (rank, buffer) in placing.iter().enumerate() {
+            if buffer.size > 0 {
+                let slot = &mut next[buffer.hi as usize];
                 ranks[*slot as usize] = rank as u32;
                 *slot += 1;
             }
@@ -160,31 +218,88 @@ enum Place {
     Top,
 }
 
+/// A buffer as the sweep placed it: its bytes and, while it is live, its live neighbours
+/// below and above in offset order ([`NONE`]: none). One record, so that a buffer freed at
+/// random costs one cache miss, not one per field.
+#[derive(Clone, Copy)]
+struct Node {
+    offset: u64,
+    end: u64,
+    below: u32,
+    above: u32,
+}
+
 /// The live buffers' bytes: a list in offset order and their gaps by (length, start).
-struct LiveBytes {
-    /// Per rank, the bytes of the buffer while it is live.
-    bytes: Vec<(u64, u64)>,
-    /// Per rank, the live neighbours below and above in offset order ([`NONE`]: none).
-    below: Vec<u32>,
-    above: Vec<u32>,
+struct LiveBytes<K> {
+    /// Per rank.
+    nodes: Vec<Node>,
     /// The live buffer with the highest offset, [`NONE`] when none is live.
     highest: u32,
-    /// Every bounded gap, keyed by [`gap_key`], to the live buffer just above it.
-    gaps: BTreeMap<u128, u32>,
+    /// Every bounded gap, by its [`GapKey`], to the live buffer just above it.
+    gaps: BTreeMap<K, u32>,
 }
 
-/// The key ordering gaps by length, then start.
-#[inline]
-fn gap_key(start: u64, end: u64) -> u128 {
-    (u128::from(end - start) << 64) | u128::from(start)
+/// A gap's key in the ordered index: its (length, start) as one integer, which compares as
+/// that pair.
+trait GapKey: Copy + Ord {
+    /// The key of the gap `start..end`.
+    fn of(start: u64, end: u64) -> Self;
+    /// The lowest key of a gap `length` long.
+    fn shortest(length: u64) -> Self;
+    /// The gap `start..end` a key stands for.
+    fn gap(self) -> (u64, u64);
 }
 
-impl LiveBytes {
-    fn new(count: usize) -> LiveBytes {
+impl GapKey for u128 {
+    #[inline]
+    fn of(start: u64, end: u64) -> u128 {
+        (u128::from(end - start) << 64) | u128::from(start)
+    }
+
+    #[inline]
+    fn shortest(length: u64) -> u128 {
+        u128::from(length) << 64
+    }
+
+    #[inline]
+    fn gap(self) -> (u64, u64) {
+        let start = self as u64;
+        (start, start + (self >> 64) as u64)
+    }
+}
+
+/// Where every end fits in 32 bits: twice the keys per node of the tree.
+impl GapKey for u64 {
+    #[inline]
+    fn of(start: u64, end: u64) -> u64 {
+        debug_assert!(end <= u64::from(u32::MAX));
+        ((end - start) << 32) | start
+    }
+
+    #[inline]
+    fn shortest(length: u64) -> u64 {
+        length << 32
+    }
+
+    #[inline]
+    fn gap(self) -> (u64, u64) {
+        let start = self & u64::from(u32::MAX);
+        (start, start + (self >> 32))
+    }
+}
+
+impl<K: GapKey> LiveBytes<K> {
+    fn new(count: usize) -> LiveBytes<K> {
         LiveBytes {
-            bytes: vec![(0, 0); count],
-            below: vec![NONE; count],
-            above: vec![NONE; count],
+            nodes: vec![
+                Node {
+                    offset: 0,
+                    end: 0,
+                    below: NONE,
+                    above: NONE,
+                };
+                count
+            ],
             highest: NONE,
             gaps: BTreeMap::new(),
         }
@@ -195,7 +310,7 @@ impl LiveBytes {
     fn end_of(&self, rank: u32) -> u64 {
         match rank {
             NONE => 0,
-            _ => self.bytes[rank as usize].1,
+            _ => self.nodes[rank as usize].end,
         }
     }
 
@@ -203,10 +318,9 @@ impl LiveBytes {
     #[inline]
     fn best_fit(&self, size: u64, alignment: u64, barriers: &[u64]) -> (u64, Place, u64) {
         let mut tried = 0;
-        for (&key, &owner) in self.gaps.range(u128::from(size) << 64..) {
+        for (&key, &owner) in self.gaps.range(K::shortest(size)..) {
             tried += 1;
-            let start = key as u64;
-            let end = start + (key >> 64) as u64;
+            let (start, end) = key.gap();
             if let Some(offset) = offset_in_gap(start, end, size, alignment, barriers) {
                 return (offset, Place::Below { owner, start, end }, tried);
             }
@@ -219,35 +333,40 @@ impl LiveBytes {
         )
     }
 
-    /// Makes buffer `rank` live at `offset..end`, where [`LiveBytes::best_fit`] said.
+    /// Places buffer `rank` at `offset..end`, where [`LiveBytes::best_fit`] said; live
+    /// unless it is empty (it takes no byte, so it splits no gap).
     #[inline]
     fn insert(&mut self, rank: u32, offset: u64, end: u64, place: Place) {
-        self.bytes[rank as usize] = (offset, end);
+        let node = &mut self.nodes[rank as usize];
+        (node.offset, node.end) = (offset, end);
+        if end == offset {
+            return;
+        }
         match place {
             Place::Below {
                 owner,
                 start,
                 end: gap_end,
             } => {
-                self.gaps.remove(&gap_key(start, gap_end));
-                let lower = self.below[owner as usize];
+                self.gaps.remove(&K::of(start, gap_end));
+                let lower = self.nodes[owner as usize].below;
                 self.link(lower, rank);
                 self.link(rank, owner);
                 if offset > start {
-                    self.gaps.insert(gap_key(start, offset), rank);
+                    self.gaps.insert(K::of(start, offset), rank);
                 }
                 if gap_end > end {
-                    self.gaps.insert(gap_key(end, gap_end), owner);
+                    self.gaps.insert(K::of(end, gap_end), owner);
                 }
             }
             Place::Top => {
                 let lower = self.highest;
                 let top = self.end_of(lower);
                 self.link(lower, rank);
-                self.above[rank as usize] = NONE;
+                self.nodes[rank as usize].above = NONE;
                 self.highest = rank;
                 if offset > top {
-                    self.gaps.insert(gap_key(top, offset), rank);
+                    self.gaps.insert(K::of(top, offset), rank);
                 }
             }
         }
@@ -257,25 +376,29 @@ impl LiveBytes {
     /// or, when it is the highest, the unbounded space above.
     #[inline]
     fn free(&mut self, rank: u32) {
-        let (offset, end) = self.bytes[rank as usize];
-        let (lower, upper) = (self.below[rank as usize], self.above[rank as usize]);
+        let Node {
+            offset,
+            end,
+            below: lower,
+            above: upper,
+        } = self.nodes[rank as usize];
         let floor = self.end_of(lower);
         if offset > floor {
-            self.gaps.remove(&gap_key(floor, offset));
+            self.gaps.remove(&K::of(floor, offset));
         }
         match upper {
             NONE => {
                 self.highest = lower;
                 if lower != NONE {
-                    self.above[lower as usize] = NONE;
+                    self.nodes[lower as usize].above = NONE;
                 }
             }
             _ => {
-                let ceiling = self.bytes[upper as usize].0;
+                let ceiling = self.nodes[upper as usize].offset;
                 if ceiling > end {
-                    self.gaps.remove(&gap_key(end, ceiling));
+                    self.gaps.remove(&K::of(end, ceiling));
                 }
-                self.gaps.insert(gap_key(floor, ceiling), upper);
+                self.gaps.insert(K::of(floor, ceiling), upper);
                 self.link(lower, upper);
             }
         }
@@ -285,9 +408,9 @@ impl LiveBytes {
     /// above `lower`.
     #[inline]
     fn link(&mut self, lower: u32, upper: u32) {
-        self.below[upper as usize] = lower;
+        self.nodes[upper as usize].below = lower;
         if lower != NONE {
-            self.above[lower as usize] = upper;
+            self.nodes[lower as usize].above = upper;
         }
     }
 }
