@@ -99,22 +99,19 @@ pub(super) fn pack_start_best_fit(
     // Every end stays below the highest barrier plus every size and alignment (a buffer goes
     // into a gap, or at most its alignment above the top or a barrier): where that fits in
     // 32 bits, so does every gap's length and start, and a gap's key is half as wide.
-    let ends_below = placing.iter().fold(
-        barriers.last().copied().unwrap_or(0),
-        |sum, buffer| {
+    let ends_below = placing
+        .iter()
+        .fold(barriers.last().copied().unwrap_or(0), |sum, buffer| {
             sum.saturating_add(buffer.size)
                 .saturating_add(buffer.alignment)
-        },
-    );
-    let nodes = match ends_below <= u64::from(u32::MAX) {
+        });
+    let (offsets_by_rank, height) = match ends_below <= u64::from(u32::MAX) {
         true => place_in_start_order::<u64>(&placing, &ending, barriers, &mut poller)?,
         false => place_in_start_order::<u128>(&placing, &ending, barriers, &mut poller)?,
     };
     let mut offsets = vec![0; count];
-    let mut height = 0;
-    for (buffer, node) in placing.iter().zip(&nodes) {
-        offsets[buffer.index as usize] = node.offset;
-        height = height.max(node.end);
+    for (buffer, &offset) in placing.iter().zip(&offsets_by_rank) {
+        offsets[buffer.index as usize] = offset;
     }
     Ok(Packing {
         offsets,
@@ -124,13 +121,13 @@ pub(super) fn pack_start_best_fit(
 }
 
 /// Places the buffers of `placing` (in start order) one after the other among the live ones,
-/// freeing those that ended first: each one's [`Node`], by rank.
+/// freeing those that ended first: their offsets by rank, and the highest end.
 fn place_in_start_order<K: GapKey>(
     placing: &[Placing],
     ending: &EndingAt,
     barriers: &[u64],
     poller: &mut Poller,
-) -> Result<Vec<Node>, Stopped> {
+) -> Result<(Vec<u64>, u64), Stopped> {
     let mut live = LiveBytes::<K>::new(placing.len());
     // Points before this one have had their ending buffers freed.
     let mut freed_before = 0u32;
@@ -145,7 +142,7 @@ fn place_in_start_order<K: GapKey>(
         poller.spent(1 + tried)?;
         live.insert(rank as u32, offset, offset + buffer.size, place);
     }
-    Ok(live.nodes)
+    Ok((live.offsets, live.height))
 }
 
 /// What the sweep reads of a buffer, sorted into start order.
@@ -209,7 +206,7 @@ impl EndingAt {
 /// Where best fit puts a buffer: in the bounded gap below a live buffer, or above them all.
 #[derive(Clone, Copy, Debug)]
 enum Place {
-    /// The gap `start..end` below live buffer `owner`.
+    /// The gap `start..end` below the live buffer in slot `owner`.
     Below {
         owner: u32,
         start: u64,
@@ -218,9 +215,9 @@ enum Place {
     Top,
 }
 
-/// A buffer as the sweep placed it: its bytes and, while it is live, its live neighbours
-/// below and above in offset order ([`NONE`]: none). One record, so that a buffer freed at
-/// random costs one cache miss, not one per field.
+/// A live buffer: its bytes and the slots of its live neighbours below and above in offset
+/// order ([`NONE`]: none). One record, so that reaching a buffer costs one cache miss, not
+/// one per field.
 #[derive(Clone, Copy)]
 struct Node {
     offset: u64,
@@ -230,12 +227,24 @@ struct Node {
 }
 
 /// The live buffers' bytes: a list in offset order and their gaps by (length, start).
+///
+/// A live buffer's [`Node`] sits in a *slot*, taken back when the buffer is freed and handed
+/// to the next buffer placed: the nodes the sweep reads are those of the live buffers, few
+/// enough to stay in cache, where nodes per buffer would spread over every buffer placed.
 struct LiveBytes<K> {
-    /// Per rank.
+    /// The nodes, by slot: those of the live buffers and free ones.
     nodes: Vec<Node>,
-    /// The live buffer with the highest offset, [`NONE`] when none is live.
+    /// The free slots.
+    spare: Vec<u32>,
+    /// Per rank, the slot of the buffer while it is live.
+    slot_of: Vec<u32>,
+    /// Per rank, the offset placing chose.
+    offsets: Vec<u64>,
+    /// The highest end placed.
+    height: u64,
+    /// The slot of the live buffer with the highest offset, [`NONE`] when none is live.
     highest: u32,
-    /// Every bounded gap, by its [`GapKey`], to the live buffer just above it.
+    /// Every bounded gap, by its [`GapKey`], to the slot of the live buffer just above it.
     gaps: BTreeMap<K, u32>,
 }
 
@@ -291,26 +300,22 @@ impl GapKey for u64 {
 impl<K: GapKey> LiveBytes<K> {
     fn new(count: usize) -> LiveBytes<K> {
         LiveBytes {
-            nodes: vec![
-                Node {
-                    offset: 0,
-                    end: 0,
-                    below: NONE,
-                    above: NONE,
-                };
-                count
-            ],
+            nodes: Vec::new(),
+            spare: Vec::new(),
+            slot_of: vec![NONE; count],
+            offsets: vec![0; count],
+            height: 0,
             highest: NONE,
             gaps: BTreeMap::new(),
         }
     }
 
-    /// The end of live buffer `rank`, 0 for [`NONE`] (the bottom of memory).
+    /// The end of the live buffer in `slot`, 0 for [`NONE`] (the bottom of memory).
     #[inline]
-    fn end_of(&self, rank: u32) -> u64 {
-        match rank {
+    fn end_of(&self, slot: u32) -> u64 {
+        match slot {
             NONE => 0,
-            _ => self.nodes[rank as usize].end,
+            _ => self.nodes[slot as usize].end,
         }
     }
 
@@ -337,11 +342,28 @@ impl<K: GapKey> LiveBytes<K> {
     /// unless it is empty (it takes no byte, so it splits no gap).
     #[inline]
     fn insert(&mut self, rank: u32, offset: u64, end: u64, place: Place) {
-        let node = &mut self.nodes[rank as usize];
-        (node.offset, node.end) = (offset, end);
+        self.offsets[rank as usize] = offset;
+        self.height = self.height.max(end);
         if end == offset {
             return;
         }
+        let node = Node {
+            offset,
+            end,
+            below: NONE,
+            above: NONE,
+        };
+        let slot = match self.spare.pop() {
+            Some(slot) => {
+                self.nodes[slot as usize] = node;
+                slot
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        };
+        self.slot_of[rank as usize] = slot;
         match place {
             Place::Below {
                 owner,
@@ -350,10 +372,10 @@ impl<K: GapKey> LiveBytes<K> {
             } => {
                 self.gaps.remove(&K::of(start, gap_end));
                 let lower = self.nodes[owner as usize].below;
-                self.link(lower, rank);
-                self.link(rank, owner);
+                self.link(lower, slot);
+                self.link(slot, owner);
                 if offset > start {
-                    self.gaps.insert(K::of(start, offset), rank);
+                    self.gaps.insert(K::of(start, offset), slot);
                 }
                 if gap_end > end {
                     self.gaps.insert(K::of(end, gap_end), owner);
@@ -362,26 +384,27 @@ impl<K: GapKey> LiveBytes<K> {
             Place::Top => {
                 let lower = self.highest;
                 let top = self.end_of(lower);
-                self.link(lower, rank);
-                self.nodes[rank as usize].above = NONE;
-                self.highest = rank;
+                self.link(lower, slot);
+                self.highest = slot;
                 if offset > top {
-                    self.gaps.insert(K::of(top, offset), rank);
+                    self.gaps.insert(K::of(top, offset), slot);
                 }
             }
         }
     }
 
-    /// Frees live buffer `rank`: the gap below it joins the one below its upper neighbour,
+    /// Frees live buffer `rank` (placed, not empty): the gap below it joins the one below its upper neighbour,
     /// or, when it is the highest, the unbounded space above.
     #[inline]
     fn free(&mut self, rank: u32) {
+        let slot = self.slot_of[rank as usize];
+        self.spare.push(slot);
         let Node {
             offset,
             end,
             below: lower,
             above: upper,
-        } = self.nodes[rank as usize];
+        } = self.nodes[slot as usize];
         let floor = self.end_of(lower);
         if offset > floor {
             self.gaps.remove(&K::of(floor, offset));
