@@ -17,6 +17,13 @@
 //!    that fits, the lowest of equally small ones, and the unbounded top gap only when no
 //!    bounded one fits (XLA's best-fit).
 //!
+//! In start order with best fit, where no buffer has a fixed offset, the placed buffers a
+//! buffer overlaps in time are exactly those still live at its start: packing is then one
+//! sweep over time with the gaps between the live buffers in an ordered index, which gives
+//! the very same offsets in O(n log n) whatever the trace (the `sweep` module). Everything
+//! below is about the general packer, which serves every other order and fit, ranked
+//! packings, and start order where some buffer has a fixed offset.
+//!
 //! # Finding the buffers that overlap in time
 //!
 //! Scanning every placed buffer for each placement would be quadratic. Instead the placed
@@ -88,7 +95,9 @@
 //! band traces), the dense index makes a placement O(log n) plus the runs it reads: O(n log n)
 //! in all (1M buffers: all-live 0.8 s, band 0.8 s, where the point lists took 258 s).
 //!
-//! What stays superlinear is many buffers live at once in *fragmented* bytes (random
+//! What stays superlinear in the general packer (every order but start order with best fit,
+//! which the sweep packs in O(n log n): 1M buffers in 0.27-0.62 s of the planner call, see
+//! the `sweep` module) is many buffers live at once in *fragmented* bytes (random
 //! lifetimes over few steps, a compiler's long-lived activations under small temporaries): a
 //! placement then reads every buffer overlapping it, k_i, and every run of free bytes between
 //! them, r_i, and both grow with n there (random lifetimes over 1,000 steps: r_i about 140 at

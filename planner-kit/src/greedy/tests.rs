@@ -892,3 +892,22 @@ fn the_sweep_asked_to_stop_gives_up_at_its_first_poll() {
     assert_valid_packing(few, &packing);
     assert!(asked.get() >= 10, "asked {} times", asked.get());
 }
+
+#[test]
+fn radix_sort_keeps_equal_keys_in_their_order() {
+    // The sweep sorts by (start, size) and leaves the index to the sort's stability.
+    for count in [40usize, 5000] {
+        let mut pairs: Vec<(u32, u32)> = (0..count as u32).map(|i| (i * 7919 % 13, i)).collect();
+        let mut poller = Poller::new(&|| false);
+        radix_sort(
+            &mut pairs,
+            &mut RadixRoom::new(count),
+            |&(key, _)| (u128::from(key), 0),
+            &mut poller,
+        )
+        .expect("never stopped");
+        let mut expected: Vec<(u32, u32)> = (0..count as u32).map(|i| (i * 7919 % 13, i)).collect();
+        expected.sort_by_key(|&(key, _)| key);
+        assert_eq!(pairs, expected, "{count}");
+    }
+}

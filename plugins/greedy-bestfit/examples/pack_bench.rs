@@ -24,7 +24,10 @@
 //! each run under a host deadline as `--timeout` sets one (`--limit S`, default 60 s: a run
 //! that reaches it prints how long after the deadline the planner returned), with the load
 //! average before and after; `--sizes N,N` sets the sizes, `--runs R` the runs per row
-//! (median; default 1), `--all-orders` runs every order and fit rather than the default:
+//! (median; default 1). Each shape runs with the default options and with
+//! `{"order":"start"}` (start order with best fit, which the kit packs as one sweep over time,
+//! O(n log n) on every shape); `--start-only` runs only the latter, `--all-orders` every order
+//! and fit:
 //!
 //! ```text
 //! cargo run --release -p memplan-planner-greedy-bestfit --example pack_bench -- --shapes
