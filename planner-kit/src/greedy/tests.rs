@@ -849,13 +849,7 @@ fn the_sweep_packs_minimalloc_and_corpus_traces_as_the_general_packer() {
     dirs.extend(crate::testing::corpus_dir("tflm-traces"));
     let mut packed = 0;
     for dir in dirs {
-        let mut files: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
-            .map(|entry| entry.unwrap().path())
-            .filter(|path| path.extension().is_some_and(|e| e == "csv"))
-            .collect();
-        files.sort();
-        for path in files {
+        for path in crate::testing::csv_files(&dir) {
             let buffers = crate::testing::read_minimalloc(&path).unwrap();
             let name = path.display().to_string();
             assert_sweep_packs_as_the_general_packer(&buffers, &[], &name);

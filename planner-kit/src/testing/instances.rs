@@ -12,6 +12,17 @@ use memplan_plugin_api::{Lifetime, PlanRequest, TensorKind, TensorRequest};
 use super::{buffer, memory, tensor};
 use crate::{Buffer, FixedOffset, XorShift64Star};
 
+/// The `.csv` files in `dir`, sorted by path (panics naming `dir` when it cannot be read).
+pub fn csv_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "csv"))
+        .collect();
+    files.sort();
+    files
+}
+
 /// The buffers of the MiniMalloc CSV at `path` (a missing alignment is 1); the error names
 /// the file and line.
 pub fn read_minimalloc(path: &Path) -> Result<Vec<Buffer>, String> {

@@ -29,8 +29,8 @@ pub use generators::{
     random_lifetime_trace, CUT_STEPS, CUT_WIDTH, GENERATED_SPECS,
 };
 pub use instances::{
-    corpus_dir, corpus_root, minimalloc_csv, model_like_trace, read_minimalloc, rectangle_cut,
-    single_memory_request, tflm_greedy_medium, TFLM_HEAD,
+    corpus_dir, corpus_root, csv_files, minimalloc_csv, model_like_trace, read_minimalloc,
+    rectangle_cut, single_memory_request, tflm_greedy_medium, TFLM_HEAD,
 };
 
 /// CPU time this thread has run for (Linux `/proc/thread-self/schedstat`), `None`

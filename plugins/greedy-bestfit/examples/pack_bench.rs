@@ -39,8 +39,8 @@ use std::time::{Duration, Instant};
 
 use memplan_planner_greedy_bestfit::GreedyBestFit;
 use memplan_planner_kit::testing::{
-    generated_instance, minimalloc_csv, model_like_trace, read_minimalloc, single_memory_request,
-    thread_cpu_time, with_deadline,
+    csv_files, generated_instance, minimalloc_csv, model_like_trace, read_minimalloc,
+    single_memory_request, thread_cpu_time, with_deadline,
 };
 use memplan_planner_kit::{arena_lower_bound, Buffer, Fit, Order};
 use memplan_plugin_api::{HostContext, MemoryPlan, PlanRequest, Planner};
@@ -261,13 +261,7 @@ fn main() {
     );
     for (sub, options) in [("minimalloc", "{}"), ("tflm-traces", r#"{"fit":"first"}"#)] {
         let dir = Path::new(corpus).join(sub);
-        let mut files: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
-            .map(|entry| entry.unwrap().path())
-            .filter(|path| path.extension().is_some_and(|e| e == "csv"))
-            .collect();
-        files.sort();
-        for path in files {
+        for path in csv_files(&dir) {
             let name = format!("{sub}/{}", path.file_name().unwrap().to_string_lossy());
             let buffers = read_minimalloc(&path).unwrap();
             let request = request(&buffers, options);

@@ -3,7 +3,7 @@
 //! lower bound with the default best fit.
 
 use memplan_planner_greedy_bestfit::GreedyPacker;
-use memplan_planner_kit::testing::{assert_valid_packing, corpus_dir, read_minimalloc};
+use memplan_planner_kit::testing::{assert_valid_packing, corpus_dir, csv_files, read_minimalloc};
 use memplan_planner_kit::{arena_lower_bound, Buffer, Packer};
 use memplan_plugin_api::HostContext;
 
@@ -38,12 +38,7 @@ fn best_fit_is_within_1_45_of_the_lower_bound_on_minimalloc_instances() {
         eprintln!("MEMPLAN_CORPUS is not set; skipping");
         return;
     };
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "csv"))
-        .collect();
-    files.sort();
+    let files = csv_files(&dir);
     assert!(
         files.len() >= 6,
         "expected the six challenge instances in {}",
