@@ -58,30 +58,30 @@ use memplan_plugin_api::{
     HostContext, LogLevel, MemoryPlan, PlanError, PlanErrorKind, PlanRequest, Planner,
 };
 
+use crate::greedy::SWEEP_FIRST_FROM;
 use crate::options::Techniques;
 use crate::packer::ExactPacker;
 
 /// Search time for a whole plan when `time_limit_s` is not given.
 pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(1);
-/// Arenas with at least this many buffers take best fit by lifetime start first, then by
-/// size (greedy-bestfit's own packing, so that the portfolio is never above it: on a
+/// Arenas with at least this many buffers take best fit by lifetime start first (the one
+/// candidate that always completes: see [`SWEEP_FIRST_FROM`]), then by size
+/// (greedy-bestfit's own packing, so that the portfolio is never above it: on a
 /// 1,000,000-buffer model-like trace by size is 0.03 % above the bound), then the start-order
-/// sweep variants: best fit by start is O(n log n) on every trace shape, where the other
-/// orders are superlinear on random and training traces (random lifetimes, 100,000
-/// buffers: by duration or size 5 s), so it is the one candidate that always completes.
-pub const SWEEPS_FROM: usize = 10_000;
+/// sweep variants.
+pub const SWEEPS_FROM: usize = SWEEP_FIRST_FROM;
 /// Arenas with more buffers do not run the exact search.
 pub const EXACT_MAX_BUFFERS: usize = 50_000;
 
 /// A greedy candidate: its order, its fit and the name the note gives it.
 type GreedyCandidate = (Order, Fit, &'static str);
 
-/// The greedy candidates, in the order they are tried: every order of the kit with best
-/// and then first fit, by duration first as `exact`'s own ([`crate::greedy::ORDERS`]), but
-/// best fit by size second, so that it runs beside it on the other core at any size: the
-/// first candidate always completes, and on training traces that order is both the quick
-/// one and the lowest (28,000 buffers: at the bound in 0.1 s, where by size one pass took
-/// 1.4 s and left the plan 0.4 % above it); the search starts from the lowest of them per component
+/// The greedy candidates of arenas below [`SWEEPS_FROM`] buffers, in the order they are
+/// tried: every order of the kit with best and then first fit, by duration first as
+/// `exact`'s own ([`crate::greedy::ORDERS`]), but best fit by size second, so that it runs
+/// beside it on the other core: on training traces by duration is both the quick one and the
+/// lowest (28,000 buffers: at the bound in 0.1 s, where by size one pass took 1.4 s and left
+/// the plan 0.4 % above it). The search starts from the lowest of them per component
 /// ([`crate::greedy::best_start`]) instead of making its own.
 const GREEDY: [GreedyCandidate; 8] = [
     (Order::Duration, Fit::Best, "greedy best fit by duration"),
