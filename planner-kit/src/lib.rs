@@ -13,7 +13,8 @@
 //!
 //! Packing algorithms shared by several planners live here too, so that no planner
 //! duplicates another: [`bump`] (no reuse: `linear`, constants, persistent tensors) and
-//! [`greedy`] (size-ordered best/first fit: `greedy-bestfit`, and the start of searches).
+//! [`greedy`] (size-ordered best/first fit: `greedy-bestfit`, and the start of searches),
+//! [`sweep_variants`] (start-order packing run backwards or out of the busiest step).
 //! [`options`] parses `--planner-options` uniformly.
 //!
 //! Test helpers (request builders, a seeded generator, packing and plan validity checks) are
@@ -25,6 +26,7 @@ pub mod greedy;
 pub mod options;
 mod plan;
 pub mod random;
+pub mod sweep_variants;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
@@ -36,6 +38,7 @@ pub use greedy::{
 pub use options::PlannerOptions;
 pub use plan::plan_with_packer;
 pub use random::XorShift64Star;
+pub use sweep_variants::{pack_sweep_variant, PeakStacking, SweepVariant};
 
 use memplan_plugin_api::{bounds, HostContext, Lifetime, PlanError};
 

@@ -37,6 +37,17 @@ pub fn lower_bound<I>(buffers: I) -> u64
 where
     I: IntoIterator<Item = (u64, Lifetime)>,
 {
+    busiest_step(buffers).map_or(0, |(_, peak)| peak)
+}
+
+/// The first step at which the summed `(size, lifetime)` pairs peak, and the peak ([`None`]
+/// when no size is above 0): where every packing is at its tightest, so a packer that places
+/// the buffers live there first can stack them without a gap. O(n log n), the sweep of
+/// [`lower_bound`].
+pub fn busiest_step<I>(buffers: I) -> Option<(u32, u64)>
+where
+    I: IntoIterator<Item = (u64, Lifetime)>,
+{
     let buffers = buffers.into_iter();
     let mut events = Vec::with_capacity(2 * buffers.size_hint().0);
     for (size, lifetime) in buffers {
@@ -46,16 +57,18 @@ where
     }
     events.sort_unstable_by_key(|event| event.key);
     let mut live: u64 = 0;
-    let mut peak: u64 = 0;
+    let mut busiest: Option<(u32, u64)> = None;
     for event in events {
         if event.is_end() {
             live -= event.size;
         } else {
             live = live.saturating_add(event.size);
-            peak = peak.max(live);
+            if busiest.is_none_or(|(_, peak)| live > peak) {
+                busiest = Some(((event.key >> 1) as u32, live));
+            }
         }
     }
-    peak
+    busiest
 }
 
 /// A buffer's start or end in a sweep over steps, 16 bytes: a million buffers' events are
@@ -226,6 +239,15 @@ mod tests {
             assert_eq!(
                 lower_bound(buffers.iter().map(|&(size, _, l)| (size, l))),
                 bare_peak
+            );
+            // The busiest step is the first whose live sizes reach the peak.
+            let first_busiest = (0..12)
+                .find(|&step| live_at(step).map(|b| b.0).sum::<u64>() == bare_peak)
+                .unwrap();
+            assert_eq!(
+                busiest_step(buffers.iter().map(|&(size, _, l)| (size, l))),
+                (bare_peak > 0).then_some((first_busiest, bare_peak)),
+                "{buffers:?}"
             );
             let placed: Vec<_> = buffers.iter().filter(|b| b.0 > 0).collect();
             let expected = match placed.iter().map(|b| b.1).min() {

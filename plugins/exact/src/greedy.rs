@@ -1,5 +1,6 @@
 //! The starting upper bound of the search: the best of the kit's greedy packings of one
-//! component (every sort order, best-fit and first-fit), in the component's units and columns.
+//! component (every sort order, best-fit and first-fit; best fit by start first on large
+//! components: [`greedy_starts`]), in the component's units and columns.
 //! The kit's packer is the same one `greedy-bestfit` ships, so `exact` can never be worse.
 //!
 //! The greedy packings count against the search's deadline: on large components one of them
@@ -21,8 +22,30 @@ use crate::search::Deadline;
 
 /// The kit's orders, the first one by duration: it may be the only one to finish, and on
 /// training traces it is the quick one (62,000 buffers: 0.4-0.6 s by duration, 12-22 s by
-/// size, area or start, at a load of 4.8) and the lowest (1.00001 x the bound).
+/// size or area, at a load of 4.8) and the lowest (1.00001 x the bound).
 pub const ORDERS: [Order; 4] = [Order::Duration, Order::Size, Order::Area, Order::Start];
+
+/// Components (and the portfolio's arenas) with at least this many buffers take best fit by
+/// lifetime start first: it is O(n log n) on every trace shape (the kit packs it as one sweep
+/// over time), where the other orders are superlinear on random and training traces (random
+/// lifetimes, 100,000 buffers: 5 s by duration or size; 1,000,000: not done in 30 s), so it
+/// is the start that is there in time whatever the shape.
+pub const SWEEP_FIRST_FROM: usize = 10_000;
+
+/// The (order, fit) pairs [`greedy`] tries on a component of `item_count` items, in turn:
+/// every order of [`ORDERS`] with best and then first fit, best fit by start first from
+/// [`SWEEP_FIRST_FROM`] items on.
+pub fn greedy_starts(item_count: usize) -> Vec<(Order, Fit)> {
+    let mut starts: Vec<(Order, Fit)> = ORDERS
+        .iter()
+        .flat_map(|&order| [(order, Fit::Best), (order, Fit::First)])
+        .collect();
+    if item_count >= SWEEP_FIRST_FROM {
+        // A stable sort: the others keep their order.
+        starts.sort_by_key(|&start| start != (Order::Start, Fit::Best));
+    }
+    starts
+}
 
 /// Offsets (units) of the lowest greedy packing found, the first one before `deadline`, the
 /// others before `others_by` (cut short there); None if not even the
@@ -43,19 +66,17 @@ pub fn greedy(
         })
         .collect();
     let mut best: Option<(u64, Vec<u64>)> = None;
-    'orders: for order in ORDERS {
-        for fit in [Fit::Best, Fit::First] {
-            let until = if best.is_some() { others_by } else { deadline };
-            let Ok(packing) = pack_greedy_until(&buffers, order, fit, &|| until.passed()) else {
-                break 'orders;
-            };
-            let height = component.height(&packing.offsets);
-            if best.as_ref().is_none_or(|(lowest, _)| height < *lowest) {
-                best = Some((height, packing.offsets));
-            }
-            if height <= component.lower_bound {
-                break 'orders;
-            }
+    for (order, fit) in greedy_starts(buffers.len()) {
+        let until = if best.is_some() { others_by } else { deadline };
+        let Ok(packing) = pack_greedy_until(&buffers, order, fit, &|| until.passed()) else {
+            break;
+        };
+        let height = component.height(&packing.offsets);
+        if best.as_ref().is_none_or(|(lowest, _)| height < *lowest) {
+            best = Some((height, packing.offsets));
+        }
+        if height <= component.lower_bound {
+            break;
         }
     }
     best.map(|(_, offsets)| offsets)
@@ -126,5 +147,22 @@ mod tests {
             assert!(ORDERS.contains(&order), "{name}");
         }
         assert_eq!(ORDERS.len(), Order::ALL.len());
+    }
+
+    #[test]
+    fn large_components_start_with_best_fit_by_start_and_try_every_pair() {
+        let small = greedy_starts(SWEEP_FIRST_FROM - 1);
+        assert_eq!(small[0], (Order::Duration, Fit::Best));
+        let large = greedy_starts(SWEEP_FIRST_FROM);
+        assert_eq!(large[0], (Order::Start, Fit::Best));
+        assert_eq!(large[1], (Order::Duration, Fit::Best));
+        for starts in [small, large] {
+            assert_eq!(starts.len(), 2 * ORDERS.len());
+            for order in ORDERS {
+                for fit in [Fit::Best, Fit::First] {
+                    assert!(starts.contains(&(order, fit)), "{order:?} {fit:?}");
+                }
+            }
+        }
     }
 }

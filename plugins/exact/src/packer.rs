@@ -389,8 +389,8 @@ mod tests {
     /// The height of the first greedy packing the packer starts from (the others may be
     /// cut short by the deadline), in bytes.
     fn greedy_start(buffers: &[Buffer]) -> u64 {
-        let first = greedy::ORDERS[0];
-        memplan_planner_kit::pack_greedy(buffers, first, memplan_planner_kit::Fit::Best).height
+        let (order, fit) = greedy::greedy_starts(buffers.len())[0];
+        memplan_planner_kit::pack_greedy(buffers, order, fit).height
     }
 
     #[test]

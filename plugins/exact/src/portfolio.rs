@@ -5,23 +5,24 @@
 //! and aliases around it):
 //! 1. the arena's lower bound (the one memplan reports: the kit's `arena_lower_bound`). No
 //!    packing is lower, so a candidate that reaches it ends the search, proven optimal;
-//! 2. cheap candidates: the kit's greedy packer (O(n log n) on band, all-live and model-like
-//!    traces, still superlinear on random and training traces: its module says why) in each
-//!    of its orders (by duration, size, area, lifetime start) with best and then first fit
-//!    (first fit by size is TFLite Micro's planner; XLA's heap simulator keeps the best of
-//!    several such orders), two at a time on two threads; the search starts from the lowest
-//!    of them. Above [`ONLY_TWO_GREEDY_ABOVE`] buffers only the first two (best fit by
-//!    duration and by size) run, so a million-tensor
-//!    model plans in well under a second. The first always completes; the others stop at
-//!    the deadline;
+//! 2. cheap candidates: the kit's greedy packer in each of its orders (by duration, size,
+//!    area, lifetime start) with best and then first fit (first fit by size is TFLite
+//!    Micro's planner; XLA's heap simulator keeps the best of several such orders). From
+//!    [`SWEEPS_FROM`] buffers on, best fit by lifetime start goes first (O(n log n) on every
+//!    trace shape, where the other orders are superlinear on random and training traces: the
+//!    kit's greedy module says why), by size second, then the kit's start-order sweep
+//!    variants (backwards in time, and out of the busiest step: `sweep_variants`), then the
+//!    other orders. Two threads take them from the list in turn; the first always completes,
+//!    the others stop at the deadline, and a candidate at the bound stops those after it. The
+//!    search starts from the lowest of them;
 //! 3. while the best is above the bound and time remains, on arenas of at most
 //!    [`EXACT_MAX_BUFFERS`] buffers, two things at once until the deadline (`time_limit_s`,
 //!    default [`DEFAULT_TIME_LIMIT`], shared by every arena of the plan; the host's
 //!    `--timeout` too), each on its own core:
 //!    - the `exact` branch-and-bound search (this crate), started from the packings of step
 //!      2 (it need not make greedy packings of its own), for the whole budget;
-//!    - on arenas of [`CLIMB_FROM`] buffers or more, hill climbing over the winner's
-//!      placement order (as Arm's Vela does, [`climb`]): a buffer that ends at the top is
+//!    - on arenas of [`CLIMB_FROM`] buffers or more, hill climbing over the lowest greedy
+//!      candidate's placement order (as Arm's Vela does, [`climb`]): a buffer at the top is
 //!      swapped with one placed before it, and the swap kept when the packing is no higher,
 //!      a fixed number of packings scaled to the arena ([`CLIMB_WORK`]); on smaller arenas,
 //!      where climbing has not measured gains, a second search of restarts only
@@ -44,40 +45,45 @@
 use std::time::{Duration, Instant};
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use memplan_planner_kit::{
-    arena_lower_bound, greedy_ranks, pack_greedy_ranked, pack_greedy_until, plan_with_packer,
-    Buffer, Fit, Order, Packer, Packing, PlannerOptions, Stopped, XorShift64Star,
+    arena_lower_bound, greedy_ranks, pack_greedy_ranked, pack_greedy_until, pack_sweep_variant,
+    plan_with_packer, Buffer, Fit, Order, Packer, Packing, PlannerOptions, Stopped, SweepVariant,
+    XorShift64Star,
 };
 use memplan_plugin_api::abi_stable::std_types::RStr;
 use memplan_plugin_api::{
     HostContext, LogLevel, MemoryPlan, PlanError, PlanErrorKind, PlanRequest, Planner,
 };
 
+use crate::greedy::SWEEP_FIRST_FROM;
 use crate::options::Techniques;
 use crate::packer::ExactPacker;
 
 /// Search time for a whole plan when `time_limit_s` is not given.
 pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(1);
-/// Arenas with more buffers get the first two greedy candidates only, best fit by duration
-/// and by size (greedy-bestfit's own packing, so that the portfolio is never above it: on a
-/// 1,000,000-buffer model-like trace by size is 0.03 % above the bound, by duration 1.8 %).
-pub const ONLY_TWO_GREEDY_ABOVE: usize = 200_000;
+/// Arenas with at least this many buffers take best fit by lifetime start first (the one
+/// candidate that always completes: see [`SWEEP_FIRST_FROM`]), then by size
+/// (greedy-bestfit's own packing, so that the portfolio is never above it: on a
+/// 1,000,000-buffer model-like trace by size is 0.03 % above the bound), then the start-order
+/// sweep variants.
+pub const SWEEPS_FROM: usize = SWEEP_FIRST_FROM;
 /// Arenas with more buffers do not run the exact search.
 pub const EXACT_MAX_BUFFERS: usize = 50_000;
 
 /// A greedy candidate: its order, its fit and the name the note gives it.
-type Candidate = (Order, Fit, &'static str);
+type GreedyCandidate = (Order, Fit, &'static str);
 
-/// The greedy candidates, in the order they are tried: every order of the kit with best
-/// and then first fit, by duration first as `exact`'s own ([`crate::greedy::ORDERS`]), but
-/// best fit by size second, so that it runs beside it on the other core at any size: the
-/// first candidate always completes, and on training traces that order is both the quick
-/// one and the lowest (28,000 buffers: at the bound in 0.1 s, where by size one pass took
-/// 1.4 s and left the plan 0.4 % above it); the search starts from the lowest of them per component
+/// The greedy candidates of arenas below [`SWEEPS_FROM`] buffers, in the order they are
+/// tried: every order of the kit with best and then first fit, by duration first as
+/// `exact`'s own ([`crate::greedy::ORDERS`]), but best fit by size second, so that it runs
+/// beside it on the other core: on training traces by duration is both the quick one and the
+/// lowest (28,000 buffers: at the bound in 0.1 s, where by size one pass took 1.4 s and left
+/// the plan 0.4 % above it). The search starts from the lowest of them per component
 /// ([`crate::greedy::best_start`]) instead of making its own.
-const GREEDY: [Candidate; 8] = [
+const GREEDY: [GreedyCandidate; 8] = [
     (Order::Duration, Fit::Best, "greedy best fit by duration"),
     (Order::Size, Fit::Best, "greedy best fit by size"),
     (Order::Duration, Fit::First, "greedy first fit by duration"),
@@ -171,13 +177,25 @@ impl Packer for PortfolioPacker {
     ) -> Result<Packing, PlanError> {
         let bound = arena_lower_bound(buffers);
         let deadline = self.exact.deadline();
-        let greedy = self.greedy_candidates(buffers, bound, deadline, context)?;
+        let candidates = Candidate::for_arena(buffers.len());
+        let greedy = self.run_candidates(&candidates, buffers, bound, deadline, context)?;
         // The lowest candidate, the first of equal ones.
         let (candidate, lowest) = greedy
             .iter()
             .min_by_key(|(candidate, packing)| (packing.height, *candidate))
-            .expect("at least one greedy candidate");
-        let (order, fit, name) = GREEDY[*candidate];
+            .expect("at least one candidate");
+        let name = candidates[*candidate].name();
+        // Hill climbing goes over a greedy order: the lowest greedy candidate's.
+        let (order, fit) = greedy
+            .iter()
+            .filter_map(|(index, packing)| match candidates[*index] {
+                Candidate::Greedy(order, fit, _) => Some(((packing.height, *index), (order, fit))),
+                Candidate::Sweep(_) => None,
+            })
+            .min_by_key(|&(key, _)| key)
+            .map_or((Order::Start, Fit::Best), |(_, order_and_fit)| {
+                order_and_fit
+            });
         let mut packing = lowest.clone();
         let mut winner = name.to_string();
         let mut search_note = None;
@@ -252,88 +270,142 @@ impl Packer for PortfolioPacker {
 }
 
 impl PortfolioPacker {
-    /// The greedy candidates that complete (index into [`GREEDY`], packing), in list order:
-    /// all of them (the first two above [`ONLY_TWO_GREEDY_ABOVE`] buffers) unless one reaches
-    /// `bound` or time runs out. The first always completes unless the host asks to stop;
-    /// the others stop at `deadline` too.
-    fn greedy_candidates(
+    /// The candidates that complete (index into `candidates`, packing), in list order. Two
+    /// threads take them from the list in turn until it ends, time runs out, or one reaches
+    /// `bound` (then the later ones stop; the earlier ones still complete, so that the lowest
+    /// first one at the bound wins whatever the timing). The first always completes unless
+    /// the host asks to stop; the others stop at `deadline` too.
+    fn run_candidates(
         &self,
+        candidates: &[Candidate],
         buffers: &[Buffer],
         bound: u64,
         deadline: Instant,
         context: &HostContext,
     ) -> Result<Vec<(usize, Packing)>, PlanError> {
-        let count = if buffers.len() > ONLY_TWO_GREEDY_ABOVE {
-            2
-        } else {
-            GREEDY.len()
-        };
-        let mut done: Vec<(usize, Packing)> = Vec::new();
-        // Two candidates at a time, one per core: their results are taken in list order, so
-        // the kept plan is the one a single thread would keep.
-        for first in (0..count).step_by(2) {
-            let late = || first > 0 && Instant::now() >= deadline;
-            if done.iter().any(|(_, packing)| packing.height <= bound)
-                || (!done.is_empty() && (context.should_stop() || late()))
-            {
-                break;
-            }
-            // The host's stop request is asked on this thread (the context is not shared)
-            // and passed on to the other candidate's thread through `give_up`.
-            let give_up = AtomicBool::new(false);
-            let pair: Vec<(usize, Result<Packing, Stopped>)> = std::thread::scope(|scope| {
-                // The other thread wakes this one when it is done, so that waiting for it
-                // costs no more than it takes (a sleep of a few ms was most of the planning
-                // time of a small model).
-                let this = std::thread::current();
-                let other = (first + 1 < count).then(|| {
-                    let give_up = &give_up;
-                    let this = this.clone();
-                    scope.spawn(move || {
-                        let stop = || give_up.load(Ordering::Relaxed) || Instant::now() >= deadline;
-                        let (order, fit, _) = GREEDY[first + 1];
-                        let packed = pack_greedy_until(buffers, order, fit, &stop);
-                        this.unpark();
-                        (first + 1, packed)
-                    })
-                });
-                let asked = || {
-                    let stop = context.should_stop() || late();
-                    if stop {
-                        give_up.store(true, Ordering::Relaxed);
-                    }
-                    stop
-                };
-                let (order, fit, _) = GREEDY[first];
-                let mut pair = vec![(first, pack_greedy_until(buffers, order, fit, &asked))];
-                if let Some(other) = other {
-                    while !other.is_finished() {
-                        asked();
-                        std::thread::park_timeout(std::time::Duration::from_millis(2));
-                    }
-                    match other.join() {
-                        Ok(candidate) => pair.push(candidate),
-                        Err(panic) => std::panic::resume_unwind(panic),
-                    }
+        // The next candidate to hand out (the first goes to this thread).
+        let next = AtomicUsize::new(1);
+        // Candidates after this one need not run: it reached the bound.
+        let last_needed = AtomicUsize::new(usize::MAX);
+        // Set when the host asks to stop (asked on this thread only: the context is not
+        // shared) or the other thread should end.
+        let give_up = AtomicBool::new(false);
+        let done: Mutex<Vec<(usize, Packing)>> = Mutex::new(Vec::new());
+        let work = |mut index: usize, host_stop: &dyn Fn() -> bool| {
+            while index < candidates.len() && index <= last_needed.load(Ordering::Relaxed) {
+                let late = || index > 0 && Instant::now() >= deadline;
+                if late() || host_stop() {
+                    break;
                 }
-                pair
-            });
-            done.extend(
-                pair.into_iter()
-                    .filter_map(|(candidate, packed)| Some((candidate, packed.ok()?))),
-            );
-            if done.is_empty() {
-                return Err(PlanError::new(
-                    PlanErrorKind::Cancelled,
-                    format!(
-                        "stopped at the time limit while placing {} buffers, before any greedy \
-                         candidate was complete",
-                        buffers.len()
-                    ),
-                ));
+                let stop = || index > last_needed.load(Ordering::Relaxed) || late() || host_stop();
+                if let Ok(Some(packing)) = candidates[index].pack(buffers, &stop) {
+                    if packing.height <= bound {
+                        last_needed.fetch_min(index, Ordering::Relaxed);
+                    }
+                    done.lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner())
+                        .push((index, packing));
+                }
+                index = next.fetch_add(1, Ordering::Relaxed);
             }
+        };
+        let asked = || {
+            let stop = context.should_stop();
+            if stop {
+                give_up.store(true, Ordering::Relaxed);
+            }
+            stop
+        };
+        std::thread::scope(|scope| {
+            // The other thread wakes this one when it is done, so that waiting for it costs
+            // no more than it takes (a sleep of a few ms was most of the planning time of a
+            // small model).
+            let this = std::thread::current();
+            let other = (candidates.len() > 1).then(|| {
+                let (work, next, give_up) = (&work, &next, &give_up);
+                scope.spawn(move || {
+                    work(next.fetch_add(1, Ordering::Relaxed), &|| {
+                        give_up.load(Ordering::Relaxed)
+                    });
+                    this.unpark();
+                })
+            });
+            work(0, &asked);
+            if let Some(other) = other {
+                while !other.is_finished() {
+                    asked();
+                    std::thread::park_timeout(Duration::from_millis(2));
+                }
+                if let Err(panic) = other.join() {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+        });
+        let mut done = done
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if done.is_empty() {
+            return Err(PlanError::new(
+                PlanErrorKind::Cancelled,
+                format!(
+                    "stopped at the time limit while placing {} buffers, before any greedy \
+                     candidate was complete",
+                    buffers.len()
+                ),
+            ));
         }
+        done.sort_unstable_by_key(|&(index, _)| index);
         Ok(done)
+    }
+}
+
+/// One cheap packing the portfolio tries before searching.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Candidate {
+    Greedy(Order, Fit, &'static str),
+    Sweep(SweepVariant),
+}
+
+impl Candidate {
+    fn name(self) -> &'static str {
+        match self {
+            Candidate::Greedy(_, _, name) => name,
+            Candidate::Sweep(variant) => variant.name(),
+        }
+    }
+
+    /// Its packing; `None` where it does not apply (see [`pack_sweep_variant`]).
+    fn pack(self, buffers: &[Buffer], stop: &dyn Fn() -> bool) -> Result<Option<Packing>, Stopped> {
+        match self {
+            Candidate::Greedy(order, fit, _) => {
+                pack_greedy_until(buffers, order, fit, stop).map(Some)
+            }
+            Candidate::Sweep(variant) => pack_sweep_variant(buffers, variant, stop),
+        }
+    }
+
+    /// The candidates for an arena of `buffer_count` buffers, in the order they are tried:
+    /// [`GREEDY`]; from [`SWEEPS_FROM`] buffers on, best fit by lifetime start first (O(n log
+    /// n) on every shape: the one that always completes), by size second, then the sweep
+    /// variants, then the rest of [`GREEDY`].
+    fn for_arena(buffer_count: usize) -> Vec<Candidate> {
+        let greedy = GREEDY.map(|(order, fit, name)| Candidate::Greedy(order, fit, name));
+        if buffer_count < SWEEPS_FROM {
+            return greedy.to_vec();
+        }
+        let first = |order, fit| move |candidate: &Candidate| matches!(*candidate, Candidate::Greedy(o, f, _) if o == order && f == fit);
+        let (leading, rest): (Vec<Candidate>, Vec<Candidate>) =
+            greedy.iter().partition(|candidate| {
+                first(Order::Start, Fit::Best)(candidate)
+                    || first(Order::Size, Fit::Best)(candidate)
+            });
+        let mut leading = leading;
+        leading.sort_by_key(|candidate| !first(Order::Start, Fit::Best)(candidate));
+        leading
+            .into_iter()
+            .chain(SweepVariant::ALL.map(Candidate::Sweep))
+            .chain(rest)
+            .collect()
     }
 }
 
@@ -554,10 +626,10 @@ mod tests {
     }
 
     #[test]
-    fn above_the_two_candidate_size_the_portfolio_is_no_higher_than_greedy_by_size() {
-        // greedy-bestfit's own packing is one of the two candidates at any size: on a
-        // model-like trace it is the lower one (by duration alone the plan was 1.8 % higher
-        // at 1,000,000 buffers).
+    fn a_million_buffer_model_is_planned_no_higher_than_greedy_by_size() {
+        // greedy-bestfit's own packing runs second at any size, beside best fit by start: on
+        // a model-like trace it is the lower one (by duration the plan was 1.8 % higher at
+        // 1,000,000 buffers).
         let buffers = memplan_planner_kit::testing::model_like_trace(1_000_000, 1);
         let by_size = pack_greedy(&buffers, Order::Size, Fit::Best).height;
         let by_duration = pack_greedy(&buffers, Order::Duration, Fit::Best).height;
@@ -571,6 +643,31 @@ mod tests {
             packing.height,
             packing.note
         );
+    }
+
+    #[test]
+    fn large_arenas_take_best_fit_by_start_first_then_by_size_then_the_sweeps() {
+        let greedy: Vec<Candidate> = GREEDY
+            .iter()
+            .map(|&(order, fit, name)| Candidate::Greedy(order, fit, name))
+            .collect();
+        assert_eq!(Candidate::for_arena(SWEEPS_FROM - 1), greedy);
+        let large = Candidate::for_arena(SWEEPS_FROM);
+        assert!(matches!(
+            large[0],
+            Candidate::Greedy(Order::Start, Fit::Best, _)
+        ));
+        assert!(matches!(
+            large[1],
+            Candidate::Greedy(Order::Size, Fit::Best, _)
+        ));
+        let sweeps: Vec<Candidate> = SweepVariant::ALL.map(Candidate::Sweep).to_vec();
+        assert_eq!(large[2..2 + sweeps.len()], sweeps[..]);
+        // Every greedy candidate is still there, once.
+        assert_eq!(large.len(), GREEDY.len() + sweeps.len());
+        for candidate in greedy {
+            assert_eq!(large.iter().filter(|&&c| c == candidate).count(), 1);
+        }
     }
 
     #[test]

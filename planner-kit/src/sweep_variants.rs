@@ -1,0 +1,327 @@
+//! Variants of greedy packing in lifetime-start order ([`Order::Start`] with [`Fit::Best`]),
+//! for traces too large for anything but an O(n log n) pass: the same sweep over time, run
+//! from another place or in the other direction, each as cheap as the first. A portfolio
+//! keeps the lowest.
+//!
+//! # Algorithm
+//!
+//! Packing in start order is a sweep over time: a buffer takes the smallest gap among the
+//! buffers live when it starts. Its height is the lower bound plus the fragmentation at the
+//! steps where the live bytes come near their peak; which steps those are, and how fragmented,
+//! depends on where the sweep starts.
+//!
+//! - [`SweepVariant::Mirrored`]: the sweep backwards in time, from the last step to the first
+//!   (the lifetimes mirrored: a buffer's last step becomes its first).
+//! - [`SweepVariant::AnchoredAtPeak`]: at the busiest step (the first step where the live
+//!   bytes peak: [`busiest_step`]) every packing is tightest, and the buffers live there all
+//!   overlap one another, so stacking them from offset 0 without gaps (in the order the
+//!   [`PeakStacking`] names) packs that step at the lower bound. Every other buffer lives
+//!   wholly after the busiest step or wholly before it, so the two sides are packed apart:
+//!   the later buffers by a sweep forward from it, the earlier ones by a sweep backward, each
+//!   with the stacked buffers kept where they are (as fixed offsets, all live when the sweep
+//!   begins). Neither side meets a buffer of the other, so the two packings together are a
+//!   packing of all.
+//!
+//! Measured on random-lifetime traces (1,000 steps, durations 1-100, sizes 1-1,000 bytes), in
+//! height over the lower bound: 100,000 buffers forward 1.0178, mirrored 1.0163, anchored
+//! 1.0152-1.0172; 1,000,000 buffers forward 1.0048, anchored 1.0004-1.0033. On training
+//! traces (62,000 buffers): forward 1.0007, anchored 1.0002-1.0029.
+//!
+//! Cost: sorting and copying the buffers, O(n log n), plus the sweeps, whose cost is that of
+//! packing in start order ([`crate::greedy`]).
+
+use crate::greedy::{pack_greedy_until, Fit, Order, Stopped};
+use crate::{Buffer, FixedOffset, Packing};
+use memplan_plugin_api::bounds::{align_up, busiest_step};
+use memplan_plugin_api::Lifetime;
+
+/// A variant of the start-order sweep (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SweepVariant {
+    /// Backwards in time.
+    Mirrored,
+    /// From the busiest step outwards, its buffers stacked in the given order.
+    AnchoredAtPeak(PeakStacking),
+}
+
+/// The order, bottom first, in which the buffers live at the busiest step are stacked. Ties
+/// go to the larger, then to the lower index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PeakStacking {
+    /// The latest last step at the bottom: after the peak, buffers end from the top down.
+    LatestEnd,
+    /// The earliest first step at the bottom: before the peak (going backwards), buffers end
+    /// from the top down.
+    EarliestStart,
+    /// The longest lifetime at the bottom.
+    Longest,
+    /// The largest at the bottom.
+    Largest,
+}
+
+impl SweepVariant {
+    /// Every variant, in the order a portfolio tries them.
+    pub const ALL: [SweepVariant; 5] = [
+        SweepVariant::AnchoredAtPeak(PeakStacking::EarliestStart),
+        SweepVariant::AnchoredAtPeak(PeakStacking::LatestEnd),
+        SweepVariant::AnchoredAtPeak(PeakStacking::Largest),
+        SweepVariant::Mirrored,
+        SweepVariant::AnchoredAtPeak(PeakStacking::Longest),
+    ];
+
+    /// What a plan's note calls it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SweepVariant::Mirrored => "greedy best fit by lifetime end, backwards in time",
+            SweepVariant::AnchoredAtPeak(stacking) => match stacking {
+                PeakStacking::LatestEnd => {
+                    "start-order sweeps out of the busiest step (its buffers by latest end)"
+                }
+                PeakStacking::EarliestStart => {
+                    "start-order sweeps out of the busiest step (its buffers by earliest start)"
+                }
+                PeakStacking::Longest => {
+                    "start-order sweeps out of the busiest step (its buffers by longest lifetime)"
+                }
+                PeakStacking::Largest => {
+                    "start-order sweeps out of the busiest step (its buffers by size)"
+                }
+            },
+        }
+    }
+}
+
+/// Packs `buffers` with the sweep `variant`, asking `stop` as [`pack_greedy_until`] does.
+/// `None` when the variant does not apply: [`SweepVariant::AnchoredAtPeak`] with a buffer
+/// that has a fixed offset (the stack at the peak would have to go around it).
+pub fn pack_sweep_variant(
+    buffers: &[Buffer],
+    variant: SweepVariant,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<Packing>, Stopped> {
+    match variant {
+        SweepVariant::Mirrored => pack_mirrored(buffers, stop).map(Some),
+        SweepVariant::AnchoredAtPeak(stacking) => {
+            if buffers.iter().any(|buffer| buffer.fixed_offset.is_some()) {
+                return Ok(None);
+            }
+            pack_anchored_at_peak(buffers, stacking, stop).map(Some)
+        }
+    }
+}
+
+/// Start-order best fit over the buffers with their lifetimes mirrored (last step first).
+fn pack_mirrored(buffers: &[Buffer], stop: &dyn Fn() -> bool) -> Result<Packing, Stopped> {
+    let Some(last) = buffers.iter().map(|buffer| buffer.lifetime.last).max() else {
+        return Ok(Packing::default());
+    };
+    let mirrored: Vec<Buffer> = buffers.iter().map(|buffer| mirror(buffer, last)).collect();
+    pack_greedy_until(&mirrored, Order::Start, Fit::Best, stop)
+}
+
+/// `buffer` with its lifetime mirrored around `last` (the latest last step of all buffers).
+fn mirror(buffer: &Buffer, last: u32) -> Buffer {
+    Buffer {
+        lifetime: Lifetime::new(last - buffer.lifetime.last, last - buffer.lifetime.first),
+        ..*buffer
+    }
+}
+
+/// See [`SweepVariant::AnchoredAtPeak`]. No buffer has a fixed offset.
+fn pack_anchored_at_peak(
+    buffers: &[Buffer],
+    stacking: PeakStacking,
+    stop: &dyn Fn() -> bool,
+) -> Result<Packing, Stopped> {
+    let Some((peak, _)) = busiest_step(buffers.iter().map(|buffer| (buffer.size, buffer.lifetime)))
+    else {
+        return Ok(Packing::default());
+    };
+    let live_at_peak =
+        |buffer: &Buffer| buffer.lifetime.first <= peak && peak <= buffer.lifetime.last;
+    let mut stacked: Vec<usize> = (0..buffers.len())
+        .filter(|&index| live_at_peak(&buffers[index]))
+        .collect();
+    let key = |index: usize| {
+        let buffer = &buffers[index];
+        let bottom_first = match stacking {
+            PeakStacking::LatestEnd => u64::MAX - u64::from(buffer.lifetime.last),
+            PeakStacking::EarliestStart => u64::from(buffer.lifetime.first),
+            PeakStacking::Longest => {
+                u64::MAX - u64::from(buffer.lifetime.last - buffer.lifetime.first)
+            }
+            PeakStacking::Largest => u64::MAX - buffer.size,
+        };
+        (bottom_first, u64::MAX - buffer.size, index)
+    };
+    stacked.sort_unstable_by_key(|&index| key(index));
+    let mut offsets = vec![0; buffers.len()];
+    let mut top = 0;
+    for &index in &stacked {
+        let offset = align_up(top, buffers[index].alignment);
+        offsets[index] = offset;
+        top = offset + buffers[index].size;
+    }
+    // Each side: the stacked buffers, kept where they are, and the side's own buffers; the
+    // backward side mirrored so that it, too, is packed forwards in time.
+    let last = buffers
+        .iter()
+        .map(|buffer| buffer.lifetime.last)
+        .max()
+        .unwrap_or(0);
+    let mut height = top;
+    for forward in [true, false] {
+        let own: Vec<usize> = (0..buffers.len())
+            .filter(|&index| {
+                let lifetime = buffers[index].lifetime;
+                if forward {
+                    lifetime.first > peak
+                } else {
+                    lifetime.last < peak
+                }
+            })
+            .collect();
+        if own.is_empty() {
+            continue;
+        }
+        let side: Vec<Buffer> = stacked
+            .iter()
+            .map(|&index| Buffer {
+                fixed_offset: FixedOffset::at(offsets[index]),
+                ..buffers[index]
+            })
+            .chain(own.iter().map(|&index| buffers[index]))
+            .map(|buffer| {
+                if forward {
+                    buffer
+                } else {
+                    mirror(&buffer, last)
+                }
+            })
+            .collect();
+        let packing = pack_greedy_until(&side, Order::Start, Fit::Best, stop)?;
+        for (&index, &offset) in own.iter().zip(&packing.offsets[stacked.len()..]) {
+            offsets[index] = offset;
+        }
+        height = height.max(packing.height);
+    }
+    Ok(Packing {
+        offsets,
+        height,
+        note: String::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{assert_valid_packing, buffer, generated_instance};
+    use crate::{arena_lower_bound, pack_greedy};
+
+    fn never() -> impl Fn() -> bool {
+        || false
+    }
+
+    #[test]
+    fn every_variant_packs_every_generated_shape_validly() {
+        for spec in [
+            "random:3000:1",
+            "random:3000:2",
+            "model:2000:1",
+            "compiler:3000:1",
+            "band:5000",
+            "all-live:500:1",
+            "cut:300:1",
+        ] {
+            let buffers = generated_instance(spec).unwrap().unwrap();
+            let bound = arena_lower_bound(&buffers);
+            for variant in SweepVariant::ALL {
+                let packing = pack_sweep_variant(&buffers, variant, &never())
+                    .unwrap()
+                    .expect("no fixed offsets");
+                assert_valid_packing(&buffers, &packing);
+                assert!(packing.height >= bound, "{spec} {variant:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_stack_at_the_busiest_step_has_no_gap() {
+        // Steps 0-4; the busiest is 2, where a, b and c (60 bytes) are live; d and e live
+        // only before it, f only after.
+        let buffers = vec![
+            buffer(10, 0, 2),
+            buffer(20, 1, 3),
+            buffer(30, 2, 4),
+            buffer(25, 0, 1),
+            buffer(5, 0, 0),
+            buffer(5, 4, 4),
+        ];
+        for stacking in [
+            PeakStacking::LatestEnd,
+            PeakStacking::EarliestStart,
+            PeakStacking::Longest,
+            PeakStacking::Largest,
+        ] {
+            let packing = pack_anchored_at_peak(&buffers, stacking, &never()).unwrap();
+            assert_valid_packing(&buffers, &packing);
+            let mut stack: Vec<(u64, u64)> = [0, 1, 2]
+                .iter()
+                .map(|&index| (packing.offsets[index], buffers[index].size))
+                .collect();
+            stack.sort_unstable();
+            assert_eq!(stack[0].0, 0, "{stacking:?}");
+            for pair in stack.windows(2) {
+                assert_eq!(pair[0].0 + pair[0].1, pair[1].0, "{stacking:?}");
+            }
+        }
+        // By latest end: c (last 4) at the bottom, then b (3), then a (2).
+        let packing = pack_anchored_at_peak(&buffers, PeakStacking::LatestEnd, &never()).unwrap();
+        assert_eq!(&packing.offsets[..3], &[50, 30, 0]);
+    }
+
+    #[test]
+    fn mirrored_is_start_order_on_reversed_time() {
+        // Two buffers ending together and a later one: backwards, the long one comes first.
+        let buffers = vec![buffer(8, 0, 5), buffer(16, 4, 5), buffer(8, 0, 1)];
+        let packing = pack_sweep_variant(&buffers, SweepVariant::Mirrored, &never())
+            .unwrap()
+            .unwrap();
+        assert_valid_packing(&buffers, &packing);
+        let reversed: Vec<Buffer> = buffers.iter().map(|b| mirror(b, 5)).collect();
+        assert_eq!(
+            packing,
+            pack_greedy(&reversed, Order::Start, Fit::Best),
+            "the same offsets as start order on the mirrored lifetimes"
+        );
+    }
+
+    #[test]
+    fn fixed_offsets_rule_out_only_the_anchored_variants() {
+        let mut buffers = vec![buffer(8, 0, 3), buffer(16, 2, 5), buffer(4, 4, 6)];
+        buffers[1].fixed_offset = FixedOffset::at(64);
+        for variant in SweepVariant::ALL {
+            let packed = pack_sweep_variant(&buffers, variant, &never()).unwrap();
+            match variant {
+                SweepVariant::Mirrored => {
+                    let packing = packed.expect("mirroring keeps fixed offsets");
+                    assert_valid_packing(&buffers, &packing);
+                    assert_eq!(packing.offsets[1], 64);
+                }
+                SweepVariant::AnchoredAtPeak(_) => assert_eq!(packed, None),
+            }
+        }
+    }
+
+    #[test]
+    fn a_stop_request_is_passed_on() {
+        let buffers = generated_instance("random:200000:1").unwrap().unwrap();
+        for variant in SweepVariant::ALL {
+            assert_eq!(
+                pack_sweep_variant(&buffers, variant, &|| true),
+                Err(Stopped),
+                "{variant:?}"
+            );
+        }
+    }
+}
