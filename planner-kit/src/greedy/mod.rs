@@ -270,7 +270,9 @@ pub fn pack_greedy_between(
 ) -> Result<Packing, Stopped> {
     debug_assert!(barriers.is_sorted());
     if sweep::applies(buffers, order, fit) {
-        return sweep::pack_start_best_fit(buffers, barriers, stop);
+        if let Some(packing) = sweep::pack_start_best_fit(buffers, barriers, stop)? {
+            return Ok(packing);
+        }
     }
     let rules = Rules { fit, barriers };
     pack_narrow_first(buffers, PlacementKey::for_order(order, fit), rules, stop)

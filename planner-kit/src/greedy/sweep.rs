@@ -68,22 +68,23 @@ use crate::{Buffer, Packing};
 /// No buffer: the end of a list.
 const NONE: u32 = u32::MAX;
 
-/// Whether the sweep packs `buffers` in `order` with `fit`: start order with best fit, no
-/// buffer at a fixed offset (see the module documentation).
+/// Marks a fixed buffer's slot in [`LiveBytes::slot_of`].
+const FIXED: u32 = 1 << 31;
+
+/// Whether the sweep may pack `buffers` in `order` with `fit`: start order with best fit
+/// (whether the buffers at fixed offsets allow it, [`pack_start_best_fit`] tells).
 pub(super) fn applies(buffers: &[Buffer], order: Order, fit: Fit) -> bool {
-    order == Order::Start
-        && fit == Fit::Best
-        && buffers.len() < NONE as usize
-        && buffers.iter().all(|buffer| buffer.fixed_offset.is_none())
+    order == Order::Start && fit == Fit::Best && buffers.len() < FIXED as usize
 }
 
-/// Packs `buffers` (none at a fixed offset) in start order with best fit, no buffer spanning
-/// one of the `barriers`; asks `stop` as the general packer does.
+/// Packs `buffers` in start order with best fit, no buffer spanning one of the `barriers`;
+/// asks `stop` as the general packer does. `None` where the buffers at fixed offsets do not
+/// allow the sweep (see the module documentation): the general packer's work then.
 pub(super) fn pack_start_best_fit(
     buffers: &[Buffer],
     barriers: &[u64],
     stop: &dyn Fn() -> bool,
-) -> Result<Packing, Stopped> {
+) -> Result<Option<Packing>, Stopped> {
     let count = buffers.len();
     let mut poller = Poller::new(stop);
     let timeline = Timeline::new(buffers);
@@ -92,12 +93,17 @@ pub(super) fn pack_start_best_fit(
         .enumerate()
         .map(|(index, buffer)| {
             let (lo, hi) = timeline.span(buffer.lifetime);
+            let (alignment_or_offset, fixed) = match buffer.fixed_offset.get() {
+                Some(offset) => (offset, true),
+                None => (buffer.alignment, false),
+            };
             Placing {
                 size: buffer.size,
-                alignment: buffer.alignment,
+                alignment_or_offset,
                 lo,
                 hi,
                 index: index as u32,
+                fixed,
             }
         })
         .collect();
@@ -111,40 +117,77 @@ pub(super) fn pack_start_best_fit(
     )?;
     // From here on a buffer is named by its place in start order (its rank): every array
     // the sweep keeps per buffer is read about in that order.
+    if !fixed_ones_come_first(&placing) {
+        return Ok(None);
+    }
     let ending = EndingAt::new(&placing, timeline.points.len());
     poller.spent(count as u64)?;
-    // Every end stays below the highest barrier plus every size and alignment (a buffer goes
-    // into a gap, or at most its alignment above the top or a barrier): where that fits in
-    // 32 bits, so does every gap's length and start, and a gap's key is half as wide.
+    // Every end stays below the highest barrier or fixed end plus every other size and
+    // alignment (a buffer goes into a gap, or at most its alignment above the top or a
+    // barrier): where that fits in 32 bits, so does every gap's length and start, and a
+    // gap's key is half as wide.
+    let highest_fixed = placing
+        .iter()
+        .filter(|buffer| buffer.fixed)
+        .map(|buffer| buffer.alignment_or_offset.saturating_add(buffer.size))
+        .max();
+    let floor = highest_fixed.max(barriers.last().copied()).unwrap_or(0);
     let ends_below = placing
         .iter()
-        .fold(barriers.last().copied().unwrap_or(0), |sum, buffer| {
+        .filter(|buffer| !buffer.fixed)
+        .fold(floor, |sum, buffer| {
             sum.saturating_add(buffer.size)
-                .saturating_add(buffer.alignment)
+                .saturating_add(buffer.alignment_or_offset)
         });
-    let (offsets_by_rank, height) = match ends_below <= u64::from(u32::MAX) {
+    let placed = match ends_below <= u64::from(u32::MAX) {
         true => place_in_start_order::<u64>(&placing, &ending, barriers, &mut poller)?,
         false => place_in_start_order::<u128>(&placing, &ending, barriers, &mut poller)?,
+    };
+    let Some((offsets_by_rank, height)) = placed else {
+        return Ok(None);
     };
     let mut offsets = vec![0; count];
     for (buffer, &offset) in placing.iter().zip(&offsets_by_rank) {
         offsets[buffer.index as usize] = offset;
     }
-    Ok(Packing {
+    Ok(Some(Packing {
         offsets,
         height,
         note: String::new(),
-    })
+    }))
 }
 
+/// Whether every buffer at a fixed offset is live at the first point of every other buffer
+/// it overlaps in time (it starts no later), as the sweep needs (see the module
+/// documentation). `placing` is in start order.
+fn fixed_ones_come_first(placing: &[Placing]) -> bool {
+    // The last point of the other buffers starting before the current point, and of those
+    // starting at it.
+    let mut latest_end: Option<u32> = None;
+    let mut latest_end_here: Option<u32> = None;
+    let mut point = 0;
+    for buffer in placing {
+        if buffer.lo != point {
+            latest_end = latest_end.max(latest_end_here.take());
+            point = buffer.lo;
+        }
+        match buffer.fixed {
+            true if latest_end.is_some_and(|end| end >= buffer.lo) => return false,
+            true => {}
+            false => latest_end_here = latest_end_here.max(Some(buffer.hi)),
+        }
+    }
+    true
+}
 /// Places the buffers of `placing` (in start order) one after the other among the live ones,
-/// freeing those that ended first: their offsets by rank, and the highest end.
+/// freeing those that ended first: their offsets by rank, and the highest end; `None` when
+/// two buffers at fixed offsets share bytes while both live.
 fn place_in_start_order<K: GapKey>(
     placing: &[Placing],
     ending: &EndingAt,
     barriers: &[u64],
     poller: &mut Poller,
-) -> Result<(Vec<u64>, u64), Stopped> {
+) -> Result<Option<(Vec<u64>, u64)>, Stopped> {
     let mut live = LiveBytes::<K>::new(placing.len());
     // Points before this one have had their ending buffers freed.
     let mut freed_before = 0u32;
@@ -155,33 +198,53 @@ fn place_in_start_order<K: GapKey>(
             poller.spent(ended.len() as u64)?;
             freed_before += 1;
         }
-        let (offset, place, tried) = live.best_fit(buffer.size, buffer.alignment, barriers);
+        let rank = rank as u32;
+        if buffer.fixed {
+            let offset = buffer.alignment_or_offset;
+            let end = offset + buffer.size;
+            let Some(place) = live.place_of_fixed(offset, end) else {
+                return Ok(None);
+            };
+            poller.spent(1)?;
+            live.insert(rank, offset, end, place);
+            live.mark_fixed(rank, offset, end);
+            continue;
+        }
+        let (offset, place, tried) =
+            live.best_fit(buffer.size, buffer.alignment_or_offset, barriers);
         poller.spent(1 + tried)?;
-        live.insert(rank as u32, offset, offset + buffer.size, place);
+        live.insert(rank, offset, offset + buffer.size, place);
     }
-    Ok((live.offsets, live.height))
+    Ok(Some((live.offsets, live.height)))
 }
 
 /// What the sweep reads of a buffer, sorted into start order.
 #[derive(Clone, Copy, Default)]
 struct Placing {
     size: u64,
-    alignment: u64,
+    /// The alignment; for a buffer at a fixed offset (`fixed`), that offset.
+    alignment_or_offset: u64,
     /// Span in points, inclusive.
     lo: u32,
     hi: u32,
     index: u32,
+    fixed: bool,
 }
 
 impl Placing {
     /// The sort key of start order but for the index (see [`PlacementKey::StartThenSize`]):
-    /// first point, then larger. A stable sort of buffers in index order then puts the lower
+    /// first point, then the buffers at fixed offsets (the general packer places them before
+    /// all others), then larger. A stable sort of buffers in index order then puts the lower
     /// index first among equals, and spares the sort the index's bytes.
     ///
     /// [`PlacementKey::StartThenSize`]: super::radix::PlacementKey::StartThenSize
     #[inline]
     fn start_then_larger(&self) -> (u128, u64) {
-        ((u128::from(self.lo) << 64) | u128::from(!self.size), 0)
+        let not_fixed = u128::from(!self.fixed);
+        (
+            (u128::from(self.lo) << 65) | (not_fixed << 64) | u128::from(!self.size),
+            0,
+        )
     }
 }
 
@@ -253,8 +316,11 @@ struct LiveBytes<K> {
     nodes: Vec<Node>,
     /// The free slots.
     spare: Vec<u32>,
-    /// Per rank, the slot of the buffer while it is live.
+    /// Per rank, the slot of the buffer while it is live, with [`FIXED`] set for a buffer at
+    /// a fixed offset.
     slot_of: Vec<u32>,
+    /// The live buffers at fixed offsets, by offset, to find where the next one goes.
+    fixed_by_offset: BTreeMap<u64, u32>,
     /// Per rank, the offset placing chose.
     offsets: Vec<u64>,
     /// The highest end placed.
@@ -320,6 +386,7 @@ impl<K: GapKey> LiveBytes<K> {
             nodes: Vec::new(),
             spare: Vec::new(),
             slot_of: vec![NONE; count],
+            fixed_by_offset: BTreeMap::new(),
             offsets: vec![0; count],
             height: 0,
             highest: NONE,
@@ -353,6 +420,52 @@ impl<K: GapKey> LiveBytes<K> {
             Place::Top,
             tried,
         )
+    }
+
+    /// Where the bytes `offset..end` of a buffer at a fixed offset lie among the live
+    /// buffers, all at fixed offsets too (see the module documentation); `None` when they
+    /// share bytes with one.
+    fn place_of_fixed(&self, offset: u64, end: u64) -> Option<Place> {
+        if offset == end {
+            return Some(Place::Top);
+        }
+        let lower = match self.fixed_by_offset.range(..=offset).next_back() {
+            Some((_, &slot)) => slot,
+            None => NONE,
+        };
+        let upper = match lower {
+            NONE => self
+                .fixed_by_offset
+                .values()
+                .next()
+                .copied()
+                .unwrap_or(NONE),
+            _ => self.nodes[lower as usize].above,
+        };
+        let start = self.end_of(lower);
+        if start > offset {
+            return None;
+        }
+        match upper {
+            NONE => Some(Place::Top),
+            _ => {
+                let gap_end = self.nodes[upper as usize].offset;
+                (end <= gap_end).then_some(Place::Below {
+                    owner: upper,
+                    start,
+                    end: gap_end,
+                })
+            }
+        }
+    }
+
+    /// Records that buffer `rank`, just placed at `offset..end`, has a fixed offset.
+    fn mark_fixed(&mut self, rank: u32, offset: u64, end: u64) {
+        if offset < end {
+            let slot = self.slot_of[rank as usize];
+            self.fixed_by_offset.insert(offset, slot);
+            self.slot_of[rank as usize] = slot | FIXED;
+        }
     }
 
     /// Places buffer `rank` at `offset..end`, where [`LiveBytes::best_fit`] said; live
@@ -414,7 +527,12 @@ impl<K: GapKey> LiveBytes<K> {
     /// or, when it is the highest, the unbounded space above.
     #[inline]
     fn free(&mut self, rank: u32) {
-        let slot = self.slot_of[rank as usize];
+        let mut slot = self.slot_of[rank as usize];
+        if slot & FIXED != 0 {
+            slot &= !FIXED;
+            self.fixed_by_offset
+                .remove(&self.nodes[slot as usize].offset);
+        }
         self.spare.push(slot);
         let Node {
             offset,

@@ -753,7 +753,9 @@ fn pack_start_best_fit_generally(buffers: &[Buffer], barriers: &[u64]) -> Packin
 /// The sweep's packing of `buffers`, checked valid and equal to the general packer's.
 fn assert_sweep_packs_as_the_general_packer(buffers: &[Buffer], barriers: &[u64], name: &str) {
     assert!(sweep::applies(buffers, Order::Start, Fit::Best), "{name}");
-    let swept = sweep::pack_start_best_fit(buffers, barriers, &|| false).expect("never stopped");
+    let swept = sweep::pack_start_best_fit(buffers, barriers, &|| false)
+        .expect("never stopped")
+        .expect("the sweep applies");
     let general = pack_start_best_fit_generally(buffers, barriers);
     assert_eq!(swept, general, "{name}: {barriers:?}");
     assert_valid_packing(buffers, &swept);
@@ -764,16 +766,29 @@ fn assert_sweep_packs_as_the_general_packer(buffers: &[Buffer], barriers: &[u64]
 
 #[test]
 fn the_sweep_packs_random_small_instances_as_the_general_packer() {
-    // Alignments up to 16, barriers, empty buffers, and offsets past 32 bits (where the
-    // general packer starts over with 64-bit words): the very offsets of the general packer
-    // and of the reference.
+    // Alignments up to 16, barriers, empty buffers, offsets past 32 bits (where the general
+    // packer starts over with 64-bit words), and buffers at fixed offsets: none; as
+    // random_small_instance makes them (the sweep takes them when they start no later than
+    // the buffers they overlap); all starting at step 0 (it always takes them); or all at
+    // one offset from step 0 (it takes them unless two are live together). The very offsets
+    // of the general packer and of the reference.
     let mut random = crate::XorShift64Star::new(53);
-    for instance in 0..5000 {
+    let mut swept_with_fixed = 0;
+    for instance in 0..8000 {
         let mut buffers = random_small_instance(&mut random);
+        let fixed = instance % 4;
         for buffer in &mut buffers {
-            buffer.fixed_offset = FixedOffset::NONE;
             if random.percent(5) {
                 buffer.size = 0;
+            }
+            match (fixed, buffer.fixed_offset.is_some()) {
+                (0, _) => buffer.fixed_offset = FixedOffset::NONE,
+                (2, true) => buffer.lifetime.first = 0,
+                (3, true) => {
+                    buffer.lifetime.first = 0;
+                    buffer.fixed_offset = FixedOffset::at(4096);
+                }
+                _ => {}
             }
         }
         let mut barriers: Vec<u64> = match instance % 3 {
@@ -785,34 +800,71 @@ fn the_sweep_packs_random_small_instances_as_the_general_packer() {
             for buffer in &mut buffers {
                 buffer.size <<= 30;
                 buffer.alignment <<= 30;
+                buffer.fixed_offset = buffer.fixed_offset.get().map(|o| o << 30).into();
             }
             barriers.iter_mut().for_each(|barrier| *barrier <<= 30);
         }
-        let name = format!("instance {instance}: {buffers:?}");
-        assert_sweep_packs_as_the_general_packer(&buffers, &barriers, &name);
+        let name = format!("instance {instance}: {buffers:?} {barriers:?}");
+        let has_fixed = buffers.iter().any(|buffer| buffer.fixed_offset.is_some());
+        let swept = sweep::pack_start_best_fit(&buffers, &barriers, &|| false).unwrap();
+        let general = pack_start_best_fit_generally(&buffers, &barriers);
+        match &swept {
+            Some(swept) => {
+                assert_eq!(swept, &general, "{name}");
+                swept_with_fixed += usize::from(has_fixed);
+            }
+            None => assert!(fixed == 1 || fixed == 3, "{name}: not swept"),
+        }
+        let dispatched =
+            pack_greedy_between(&buffers, Order::Start, Fit::Best, &barriers, &|| false);
+        assert_eq!(dispatched, Ok(general.clone()), "{name}");
+        if fixed != 3 {
+            // (Fixed buffers sharing bytes make any packing invalid.)
+            assert_valid_packing(&buffers, &general);
+        }
         let sorted = reference_order(&buffers, Order::Start, Fit::Best);
         let expected = pack_between_by_brute_force(&buffers, &sorted, Fit::Best, &barriers);
-        let swept = sweep::pack_start_best_fit(&buffers, &barriers, &|| false).unwrap();
-        assert_eq!(swept.offsets, expected, "{name}");
+        assert_eq!(general.offsets, expected, "{name}");
     }
+    assert!(
+        swept_with_fixed >= 1000,
+        "{swept_with_fixed} swept with fixed offsets"
+    );
 }
 
 #[test]
-fn buffers_at_fixed_offsets_keep_the_general_packer() {
-    // A fixed buffer starting after a buffer it overlaps is one a sweep over start points has
-    // not met yet: start order with best fit goes the general way then, with its offsets.
+fn the_sweep_takes_fixed_offsets_that_come_first() {
+    // A stack at fixed offsets live from step 0, and buffers after it (as a sweep out of the
+    // busiest step packs its side): swept, around the stack.
+    let stacked = |first: u32, offset: u64, size: u64, last: u32| Buffer {
+        fixed_offset: FixedOffset::at(offset),
+        ..buffer(size, first, last)
+    };
     let buffers = vec![
-        buffer(32, 0, 9),
-        Buffer {
-            fixed_offset: FixedOffset::at(40),
-            ..buffer(8, 5, 6)
-        },
-        buffer(16, 1, 9),
+        stacked(0, 0, 16, 9),
+        stacked(0, 16, 32, 3),
+        stacked(1, 48, 8, 9),
+        buffer(24, 4, 9),
+        buffer(8, 2, 9),
     ];
-    assert!(!sweep::applies(&buffers, Order::Start, Fit::Best));
-    let packing = pack_greedy(&buffers, Order::Start, Fit::Best);
-    assert_eq!(packing.offsets, vec![0, 40, 48]);
-    assert_eq!(packing, pack_start_best_fit_generally(&buffers, &[]));
+    let swept = sweep::pack_start_best_fit(&buffers, &[], &|| false).unwrap();
+    assert_eq!(swept, Some(pack_start_best_fit_generally(&buffers, &[])));
+    // The 8 bytes go above the stack at step 2 (56); the 24 into the 32 freed at step 4,
+    // below the 8-byte fixed buffer.
+    assert_eq!(swept.unwrap().offsets, vec![0, 16, 48, 16, 56]);
+    // A fixed buffer starting after a buffer it overlaps is one a sweep over start points
+    // has not met yet, and two fixed buffers live together may share bytes: start order with
+    // best fit goes the general way then, with its offsets.
+    let late = vec![buffer(32, 0, 9), stacked(5, 40, 8, 6), buffer(16, 1, 9)];
+    let overlapping = vec![stacked(0, 0, 16, 9), stacked(2, 8, 16, 4), buffer(8, 3, 4)];
+    for buffers in [late, overlapping] {
+        assert_eq!(
+            sweep::pack_start_best_fit(&buffers, &[], &|| false),
+            Ok(None)
+        );
+        let packing = pack_greedy(&buffers, Order::Start, Fit::Best);
+        assert_eq!(packing, pack_start_best_fit_generally(&buffers, &[]));
+    }
     // Other orders and first fit never take the sweep.
     let free: Vec<Buffer> = [buffer(32, 0, 9), buffer(16, 1, 9)].into();
     assert!(sweep::applies(&free, Order::Start, Fit::Best));
