@@ -26,10 +26,17 @@
 //! overlapping buffers' bytes (adjacent live buffers leave no gap there either); when none
 //! fits, the buffer goes to the [`lowest_start`] above the highest live buffer.
 //!
-//! Buffers with a fixed offset are placed first by the general packer, so a buffer must also
-//! avoid fixed buffers that start *after* it does, and fixed buffers may overlap others in
-//! bytes; this sweep serves only packings without them ([`applies`]). An empty buffer takes
-//! the offset best fit gives it but no byte, so it enters no list (as in the general packer).
+//! Buffers with a fixed offset are placed first by the general packer, so a buffer avoids
+//! every fixed buffer it overlaps in time, even one starting *after* it does; and fixed
+//! buffers may share bytes. The sweep takes a fixed buffer at its first point, before the
+//! other buffers starting there, into the gap that holds its bytes (found through the live
+//! fixed buffers by offset), which is exact when every fixed buffer starts no later than the
+//! buffers it overlaps (then none of those is live when it comes, only fixed ones) and fixed
+//! buffers live together share no byte: a stack at fixed offsets with a sweep from it, as a
+//! sweep out of the busiest step packs each side ([`crate::sweep_variants`]). Otherwise
+//! [`pack_start_best_fit`] says so, after one pass (the first rule) or at the first shared
+//! byte (the second), and the general packer places them. An empty buffer takes the offset
+//! best fit gives it but no byte, so it enters no list (as in the general packer).
 //!
 //! First fit in start order would take the *lowest* fitting gap: that needs an index by start
 //! that knows the longest gap under each of its nodes, which std's ordered maps cannot keep,
