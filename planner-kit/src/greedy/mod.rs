@@ -97,7 +97,7 @@
 //! in all (1M buffers: all-live 0.8 s, band 0.8 s, where the point lists took 258 s).
 //!
 //! What stays superlinear in the general packer (every order but start order with best fit,
-//! which the sweep packs in O(n log n): 1M buffers in 0.27-0.62 s of the planner call, see
+//! which the sweep packs in O(n log n): 1M buffers in 0.18-0.55 s of the planner call, see
 //! the `sweep` module) is many buffers live at once in *fragmented* bytes (random
 //! lifetimes over few steps, a compiler's long-lived activations under small temporaries): a
 //! placement then reads every buffer overlapping it, k_i, and every run of free bytes between
