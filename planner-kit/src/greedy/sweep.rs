@@ -49,20 +49,20 @@
 //! ordered index plus a constant number of inserts and removals: O(n log n) whatever the shape
 //! of the trace (a search that meets gaps too misaligned or split by a barrier goes on to the
 //! next, one step each); a buffer at a fixed offset costs a lookup among the live fixed ones,
-//! O(log n). The general packer's obstacle, that the gaps of a union of buffers
-//! live at different times cannot be looked up, does not arise: in start order the buffers a
-//! placement avoids are all live at one point, and their gaps are the index's. A gap's key is
-//! 64 bits where every end provably fits in 32 (the highest barrier plus every size and
-//! alignment does), 128 otherwise. Memory O(n): 32 bytes per buffer sorted, 24 per live one.
+//! O(log n). The general packer's obstacle, that the gaps of a union of buffers live at
+//! different times cannot be looked up, does not arise: in start order the buffers a
+//! placement avoids are all live at one point, and their gaps are the index's. A gap's key
+//! is 64 bits where every end provably fits in 32 (the highest barrier or fixed end plus
+//! every other size and alignment does), 128 otherwise. Memory O(n): 32 bytes per buffer
+//! sorted, 24 per live one.
 //!
 //! Measured with `pack_bench --shapes --start-only --runs 3` (the whole `greedy-bestfit`
 //! call with `{"order":"start"}`, kit passes included, release build, load average about 1
 //! on the shared 2-core machine), 1M buffers: band 0.22 s, all-live 0.18 s, random 0.55 s
 //! (1.0049 x the lower bound), model-like 0.29 s, compiler 0.53 s; 100k: 9-39 ms. The
-//! general packer
-//! in the same order and fit (the packing call alone, kept by one buffer at a fixed offset
-//! added): random 100k 5.3 s, compiler 100k 17.9 s, model-like 1M 0.58 s, band 1M 0.79 s,
-//! all-live 1M 1.57 s.
+//! general packer in the same order and fit (the packing call alone, with one buffer at a
+//! fixed offset added, before the sweep took any): random 100k 5.3 s, compiler 100k 17.9 s,
+//! model-like 1M 0.58 s, band 1M 0.79 s, all-live 1M 1.57 s.
 //!
 //! [`choose_gap`]: super::fit::choose_gap
 
