@@ -129,6 +129,7 @@ pub(super) fn pack_start_best_fit(
     if !fixed_ones_come_first(&placing) {
         return Ok(None);
     }
+    poller.spent(count as u64)?;
     let ending = EndingAt::new(&placing, timeline.points.len());
     poller.spent(count as u64)?;
     // Every end stays below the highest barrier or fixed end plus every other size and
@@ -166,8 +167,8 @@ pub(super) fn pack_start_best_fit(
     }))
 }
 
-/// Whether every buffer at a fixed offset is live at the first point of every other buffer
-/// it overlaps in time (it starts no later), as the sweep needs (see the module
+/// Whether every buffer at a fixed offset is live at the first point of every buffer without
+/// one that it overlaps in time (it starts no later), as the sweep needs (see the module
 /// documentation). `placing` is in start order.
 fn fixed_ones_come_first(placing: &[Placing]) -> bool {
     // The last point of the other buffers starting before the current point, and of those
@@ -188,6 +189,7 @@ fn fixed_ones_come_first(placing: &[Placing]) -> bool {
     }
     true
 }
+
 /// Places the buffers of `placing` (in start order) one after the other among the live ones,
 /// freeing those that ended first: their offsets by rank, and the highest end; `None` when
 /// two buffers at fixed offsets share bytes while both live.
