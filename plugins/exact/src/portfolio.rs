@@ -293,8 +293,11 @@ impl PortfolioPacker {
         let done: Mutex<Vec<(usize, Packing)>> = Mutex::new(Vec::new());
         let work = |mut index: usize, host_stop: &dyn Fn() -> bool| {
             while index < candidates.len() && index <= last_needed.load(Ordering::Relaxed) {
+                // The first candidate is never skipped: a stop request cuts it short only
+                // where it is large (the kit's packers complete small packings), so that an
+                // arena planned after the time ran out still gets a plan.
                 let late = || index > 0 && Instant::now() >= deadline;
-                if late() || host_stop() {
+                if index > 0 && (late() || host_stop()) {
                     break;
                 }
                 let stop = || index > last_needed.load(Ordering::Relaxed) || late() || host_stop();
@@ -696,6 +699,22 @@ mod tests {
                 packing.note
             );
         }
+    }
+
+    #[test]
+    fn an_arena_packed_after_the_time_ran_out_still_gets_its_first_candidate() {
+        // A plan's later arenas share the deadline of the first: with no time left, a small
+        // arena is still packed (its first candidate completes), not cancelled.
+        let buffers: Vec<Buffer> = (0..4).map(|step| buffer(16, step, step + 1)).collect();
+        let now = Instant::now();
+        let asked_to_stop = memplan_planner_kit::testing::with_deadline(&now);
+        let packing = packer(0.0).pack(&buffers, &asked_to_stop).expect("packs");
+        assert_valid_packing(&buffers, &packing);
+        assert!(
+            packing.note.starts_with("greedy best fit by duration won"),
+            "{}",
+            packing.note
+        );
     }
 
     #[test]
