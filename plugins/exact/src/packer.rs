@@ -90,6 +90,10 @@ impl ExactPacker {
             None => self.deadline,
         };
         let problem = Problem::new(buffers);
+        // Setting up the searches (sorting and grouping the items, per search) costs a few
+        // times what the problem's setup just took, measured here on this machine under its
+        // load: the search starts only with that much time left.
+        let setup_cost = started.elapsed();
         let deadline = Deadline {
             at: Some(deadline),
             context,
@@ -131,6 +135,7 @@ impl ExactPacker {
             fits_in.unwrap_or(0),
             deadline,
             self.techniques,
+            setup_cost,
         );
         if self.goal == Goal::Smallest && fits_in.is_some() {
             let fitting = outcome.nodes;
@@ -140,6 +145,7 @@ impl ExactPacker {
                 0,
                 deadline,
                 self.techniques,
+                setup_cost,
             );
             outcome.nodes += fitting;
         }
@@ -208,16 +214,27 @@ impl ExactPacker {
     }
 }
 
-/// [`improve`], unless the deadline already passed: setting up the searches of a component
-/// takes O(n log n) (hundreds of milliseconds at a million buffers), not to be spent late.
+/// How many times the problem's setup must be left before the deadline for the search to
+/// start: a large component sets up to four searches (two caps, both directions of time),
+/// each costing about what the problem's setup did (measured at a million buffers).
+pub const SEARCH_SETUP_FACTOR: u32 = 4;
+
+/// [`improve`], unless less than [`SEARCH_SETUP_FACTOR`] times `setup_cost` (what setting up
+/// the problem took) is left before the deadline: setting up the searches of a component
+/// takes O(n log n) and cannot stop half way (about 0.27 s per search at a million buffers,
+/// where the problem took 0.26 s), so begun late it would end late.
 fn search_unless_late(
     components: &[crate::problem::Component],
     offsets: &mut [Vec<u64>],
     enough: u64,
     deadline: Deadline<'_>,
     techniques: Techniques,
+    setup_cost: Duration,
 ) -> Outcome {
-    if !deadline.passed() {
+    let time_enough = deadline
+        .at
+        .is_none_or(|at| Instant::now() + SEARCH_SETUP_FACTOR * setup_cost <= at);
+    if time_enough && !deadline.passed() {
         return improve(components, offsets, enough, deadline, techniques);
     }
     Outcome {
@@ -416,6 +433,38 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_search_starts_only_with_time_for_its_setup_left() {
+        // A cut whose greedy start is above its optimum: a search that runs explores nodes.
+        let buffers = rectangle_cut(1 << 20, 50, 200, 2);
+        let problem = Problem::new(&buffers);
+        let context = HostContext::detached();
+        let deadline = Deadline {
+            at: Some(Instant::now() + Duration::from_secs(2)),
+            context: &context,
+        };
+        let search = |setup_cost: Duration| {
+            let mut offsets: Vec<Vec<u64>> = problem
+                .components
+                .iter()
+                .map(|component| greedy::greedy(component, &deadline, &deadline).unwrap())
+                .collect();
+            search_unless_late(
+                &problem.components,
+                &mut offsets,
+                0,
+                Deadline { ..deadline },
+                Techniques::ALL,
+                setup_cost,
+            )
+        };
+        // Setting up would take past the deadline (a minute, times the factor): no search.
+        assert_eq!(search(Duration::from_secs(60)).nodes, 0);
+        // A setup of a millisecond: it searches.
+        let searched = search(Duration::from_millis(1));
+        assert!(searched.nodes > 0, "{searched:?}");
     }
 
     #[test]

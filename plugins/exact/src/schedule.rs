@@ -287,11 +287,14 @@ impl<'a> Scheduler<'a, '_, '_> {
                     continue;
                 }
                 let component = self.direction(index, mirrored);
-                searches.extend(
-                    orders
-                        .iter()
-                        .map(|&order| Search::new(component, order, cap, target)),
-                );
+                for &order in orders {
+                    // Each setup is O(n log n) and cannot stop half way: none is begun
+                    // once the time is up (the first always is: the caller checked).
+                    if !searches.is_empty() && self.deadline.passed() {
+                        break;
+                    }
+                    searches.push(Search::new(component, order, cap, target));
+                }
             }
         }
         Work {

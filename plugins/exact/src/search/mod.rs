@@ -210,11 +210,11 @@ struct Frame {
 pub struct Search<'a> {
     component: &'a Component,
     /// Items whose offset is free, sorted per start column in the order they are tried.
-    by_start: Vec<Vec<u32>>,
+    by_start: Groups,
     /// Items with a fixed offset: obstacles, placed from the start.
     fixed: Vec<u32>,
     class: Vec<u32>,
-    class_members: Vec<Vec<u32>>,
+    class_members: Groups,
     class_placed: Vec<u32>,
     banned_at: Vec<u64>,
     rank: Vec<u32>,
@@ -258,6 +258,43 @@ pub struct Search<'a> {
     complete: bool,
 }
 
+/// Lists of item indexes, one per group (a column, a symmetry class), in one array: a search
+/// of a million items would otherwise make and free a million small vectors (seconds of a
+/// one-second budget).
+struct Groups {
+    /// Group g's items are `items[starts[g]..starts[g + 1]]`.
+    starts: Vec<u32>,
+    items: Vec<u32>,
+}
+
+impl Groups {
+    /// The `items` by `group_of` into `groups` groups, each in the order of `items`.
+    fn of(items: &[u32], groups: usize, group_of: impl Fn(u32) -> usize) -> Groups {
+        let mut starts = vec![0u32; groups + 1];
+        for &item in items {
+            starts[group_of(item) + 1] += 1;
+        }
+        for group in 0..groups {
+            starts[group + 1] += starts[group];
+        }
+        let mut next = starts.clone();
+        let mut grouped = vec![0u32; items.len()];
+        for &item in items {
+            let group = group_of(item);
+            grouped[next[group] as usize] = item;
+            next[group] += 1;
+        }
+        Groups {
+            starts,
+            items: grouped,
+        }
+    }
+
+    fn get(&self, group: usize) -> &[u32] {
+        &self.items[self.starts[group] as usize..self.starts[group + 1] as usize]
+    }
+}
+
 impl<'a> Search<'a> {
     /// A search for packings with height at most `cap`, stopping at the first one with
     /// height at most `stop_at`. Every packing found lowers the cap below it.
@@ -295,13 +332,11 @@ impl<'a> Search<'a> {
         for (position, &index) in rank_order.iter().enumerate() {
             rank[index as usize] = position as u32;
         }
-        let mut by_start: Vec<Vec<u32>> = vec![Vec::new(); columns];
-        for &index in &rank_order {
-            by_start[items[index as usize].start].push(index);
-        }
-        // Symmetry classes: consecutive in rank order when identical.
+        let by_start = Groups::of(&rank_order, columns, |index| items[index as usize].start);
+        // Symmetry classes: consecutive in rank order when identical, and so in index order
+        // within a class (the index is the rank's last key).
         let mut class = vec![u32::MAX; items.len()];
-        let mut class_members: Vec<Vec<u32>> = Vec::new();
+        let mut classes = 0;
         let mut previous: Option<u32> = None;
         for &index in &rank_order {
             let item = &items[index as usize];
@@ -311,16 +346,13 @@ impl<'a> Search<'a> {
                     == (item.start, item.end, item.size, item.align)
             });
             if !same {
-                class_members.push(Vec::new());
+                classes += 1;
             }
-            let id = class_members.len() - 1;
-            class_members[id].push(index);
-            class[index as usize] = id as u32;
+            class[index as usize] = classes as u32 - 1;
             previous = Some(index);
         }
-        for members in &mut class_members {
-            members.sort_unstable();
-        }
+        let class_members =
+            Groups::of(&rank_order, classes, |index| class[index as usize] as usize);
         // Units and items live per column, by differences at the ends of each lifetime:
         // O(items + columns), where a long-lived buffer would cost one step per column.
         let mut remaining_change = vec![0u64; columns + 1];
@@ -352,7 +384,6 @@ impl<'a> Search<'a> {
                 (units, count as u32)
             })
             .unzip();
-        let classes = class_members.len();
         // The release inference needs the items live in each column; a large search does
         // without (see LARGE_SEARCH_ITEMS).
         let large = items.len() > LARGE_SEARCH_ITEMS || component.span_total() > LARGE_SEARCH_SPAN;
@@ -713,8 +744,8 @@ impl<'a> Search<'a> {
             self.raise(item as usize, floor, epoch);
         }
         for column in first + 1..=last {
-            for position in 0..self.by_start[column].len() {
-                let item = self.by_start[column][position];
+            for position in 0..self.by_start.get(column).len() {
+                let item = self.by_start.get(column)[position];
                 self.raise(item as usize, floor, epoch);
             }
         }
@@ -836,14 +867,14 @@ impl<'a> Search<'a> {
 
         let candidates_first = self.candidates.len();
         for column in first..=last {
-            for &item in &self.by_start[column] {
+            for &item in self.by_start.get(column) {
                 let index = item as usize;
                 let it = &self.component.items[index];
                 let class = self.class[index] as usize;
                 if self.offset[index] != UNPLACED
                     || it.end > last
                     || self.banned_at[class] == level
-                    || self.class_members[class][self.class_placed[class] as usize] != item
+                    || self.class_members.get(class)[self.class_placed[class] as usize] != item
                     || align_up(level, it.align) + it.size > self.cap
                 {
                     continue;
