@@ -235,7 +235,9 @@ fn search_unless_late(
         .at
         .is_none_or(|at| Instant::now() + SEARCH_SETUP_FACTOR * setup_cost <= at);
     if time_enough && !deadline.passed() {
-        return improve(components, offsets, enough, deadline, techniques);
+        return improve(
+            components, offsets, enough, deadline, techniques, setup_cost,
+        );
     }
     Outcome {
         height: components

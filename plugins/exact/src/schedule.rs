@@ -22,6 +22,8 @@
 //! Node budgets, not the clock, decide when to switch searches; the clock only decides where
 //! everything stops, so a run that finishes before its deadline is deterministic.
 
+use std::time::{Duration, Instant};
+
 use crate::bands::BandSplits;
 use crate::merge::MergedRestarts;
 use crate::options::Techniques;
@@ -91,13 +93,17 @@ impl Outcome {
 /// Lowers the packing of each component by search until the arena height is proven
 /// optimal, or every component is at most `enough` units high (0: minimise), or the deadline
 /// passes, with the `techniques` switched on (see the module documentation). `offsets` holds
-/// a valid packing per component (units) on entry and on return.
+/// a valid packing per component (units) on entry and on return. `setup_cost` is what
+/// setting up the problem of all the components took: a search's setup costs about its
+/// component's share of it and cannot stop half way, so none is begun that would end past
+/// the deadline.
 pub fn improve(
     components: &[Component],
     offsets: &mut [Vec<u64>],
     enough: u64,
     deadline: Deadline<'_>,
     techniques: Techniques,
+    setup_cost: Duration,
 ) -> Outcome {
     // Time runs both ways in the search: the mirrored component is searched too.
     let mirrored: Vec<Component> = if techniques.mirrored {
@@ -121,6 +127,12 @@ pub fn improve(
         raised: 0,
         deadline,
         techniques,
+        setup_cost_per_item: setup_cost
+            / components
+                .iter()
+                .map(|component| component.items.len() as u32)
+                .sum::<u32>()
+                .max(1),
     };
     let target = scheduler.done_at();
     let mut work: Vec<Work> = (0..components.len())
@@ -247,9 +259,22 @@ struct Scheduler<'a, 'o, 'd> {
     raised: u64,
     deadline: Deadline<'d>,
     techniques: Techniques,
+    /// What setting up a search costs per item of its component (measured on the problem).
+    setup_cost_per_item: Duration,
 }
 
 impl<'a> Scheduler<'a, '_, '_> {
+    /// Whether a new search of component `index` may be set up: neither the deadline nor the
+    /// host's stop has come, and its setup would end before the deadline.
+    fn may_set_up(&self, index: usize) -> bool {
+        let setup = self.setup_cost_per_item * self.components[index].items.len() as u32;
+        !self.deadline.passed()
+            && self
+                .deadline
+                .at
+                .is_none_or(|at| Instant::now() + setup <= at)
+    }
+
     /// Heights at or below this end the search: the lower bound, or a budget to fit.
     fn done_at(&self) -> u64 {
         self.lower_bound.max(self.enough)
@@ -288,9 +313,9 @@ impl<'a> Scheduler<'a, '_, '_> {
                 }
                 let component = self.direction(index, mirrored);
                 for &order in orders {
-                    // Each setup is O(n log n) and cannot stop half way: none is begun
-                    // once the time is up (the first always is: the caller checked).
-                    if !searches.is_empty() && self.deadline.passed() {
+                    // Each setup is O(n log n) and cannot stop half way: none is begun that
+                    // would end late (the first always is: the caller checked).
+                    if !searches.is_empty() && !self.may_set_up(index) {
                         break;
                     }
                     searches.push(Search::new(component, order, cap, target));
@@ -404,6 +429,9 @@ impl<'a> Scheduler<'a, '_, '_> {
             job.bisections += 1;
             let component = self.direction(index, job.bisections % 2 == 1);
             let order = Order::ALL[(job.bisections / 2) as usize % Order::ALL.len()];
+            if !self.may_set_up(index) {
+                return Turn::Stopped;
+            }
             let mut search = Search::new(component, order, cap, floor);
             let before = self.heights[index];
             let end = search.run(budget, self.deadline);
@@ -452,7 +480,7 @@ impl<'a> Scheduler<'a, '_, '_> {
         // that ends at its root (0 nodes) must neither loop forever nor run late.
         while spent < share && self.heights[index] > self.done_at() {
             turn = Turn::Ran;
-            if self.deadline.passed() {
+            if !self.may_set_up(index) {
                 return Turn::Stopped;
             }
             self.restarts += 1;
@@ -545,7 +573,7 @@ impl<'a> Scheduler<'a, '_, '_> {
                 break;
             };
             turn = Turn::Ran;
-            if self.deadline.passed() {
+            if !self.may_set_up(index) {
                 return Turn::Stopped;
             }
             self.raised += 1;
