@@ -630,6 +630,39 @@ mod tests {
     }
 
     #[test]
+    fn on_large_arenas_the_portfolio_is_never_worse_than_a_sweep_alone() {
+        // From SWEEPS_FROM buffers the sweeps are members too; each is deterministic and
+        // takes milliseconds here, as do the greedy candidates before them at this size, so
+        // all of them complete well within the budget even on a busy machine.
+        let context = HostContext::detached();
+        for spec in ["random:10000:3", "compiler:10000:2", "model:10000:1"] {
+            let buffers = generated_instance(spec)
+                .expect("a generator spec")
+                .expect("a valid spec");
+            assert!(buffers.len() >= SWEEPS_FROM);
+            let portfolio = packer(2.0).pack(&buffers, &context).expect("packs");
+            assert_valid_packing(&buffers, &portfolio);
+            let by_start = pack_greedy(&buffers, Order::Start, Fit::Best).height;
+            assert!(
+                portfolio.height <= by_start,
+                "{spec}: above best fit by start"
+            );
+            for variant in SweepVariant::ALL {
+                let alone = pack_sweep_variant(&buffers, variant, &|| false)
+                    .expect("not stopped")
+                    .expect("no fixed offsets")
+                    .height;
+                assert!(
+                    portfolio.height <= alone,
+                    "{spec}: {} above {variant:?}'s {alone} ({})",
+                    portfolio.height,
+                    portfolio.note
+                );
+            }
+        }
+    }
+
+    #[test]
     fn the_portfolio_is_never_worse_than_hill_climbing_alone() {
         let context = HostContext::detached();
         for (name, buffers) in member_instances() {
