@@ -33,7 +33,7 @@ pub mod testing;
 pub use bump::{pack_bump_until, BumpPacker, BUMP_POLL_BUFFERS};
 pub use greedy::{
     greedy_ranks, pack_greedy, pack_greedy_between, pack_greedy_ranked, pack_greedy_until, Fit,
-    Order, Stopped,
+    GapChoice, Order, Stopped,
 };
 pub use options::PlannerOptions;
 pub use plan::plan_with_packer;

@@ -40,7 +40,7 @@
 //! Cost: sorting and copying the buffers, O(n log n), plus the sweeps, whose cost is that of
 //! packing in start order ([`crate::greedy`]).
 
-use crate::greedy::{pack_greedy_until, Fit, Order, Stopped};
+use crate::greedy::{pack_greedy_until, pack_start_order, Fit, GapChoice, Order, Stopped};
 use crate::{Buffer, FixedOffset, Packing};
 use memplan_plugin_api::bounds::{align_up, busiest_step};
 use memplan_plugin_api::Lifetime;
@@ -50,8 +50,13 @@ use memplan_plugin_api::Lifetime;
 pub enum SweepVariant {
     /// Backwards in time.
     Mirrored,
-    /// From the busiest step outwards, its buffers stacked in the given order.
-    AnchoredAtPeak(PeakStacking),
+    /// Forwards in time, each buffer put in the fitting gap, among the smallest few, whose
+    /// neighbour ends nearest its own end, against that neighbour (not best fit): buffers
+    /// that end together free one stretch of bytes.
+    NearestEnd,
+    /// From the busiest step outwards, its buffers stacked in the given order, each side's
+    /// buffers taking the gap the [`GapChoice`] picks.
+    AnchoredAtPeak(PeakStacking, GapChoice),
 }
 
 /// The order, bottom first, in which the buffers live at the busiest step are stacked. Ties
@@ -73,30 +78,52 @@ impl SweepVariant {
     /// Every variant, in the order a portfolio tries them.
     /// The lowest most often first (measured on generated random-lifetime, training and
     /// model-like traces of 62,000 to 1,000,000 buffers).
-    pub const ALL: [SweepVariant; 5] = [
-        SweepVariant::AnchoredAtPeak(PeakStacking::EarliestStart),
-        SweepVariant::AnchoredAtPeak(PeakStacking::LatestEnd),
-        SweepVariant::AnchoredAtPeak(PeakStacking::Longest),
+    pub const ALL: [SweepVariant; 8] = [
+        SweepVariant::NearestEnd,
+        SweepVariant::AnchoredAtPeak(PeakStacking::EarliestStart, GapChoice::NearestEnd),
+        SweepVariant::AnchoredAtPeak(PeakStacking::LatestEnd, GapChoice::NearestEnd),
+        SweepVariant::AnchoredAtPeak(PeakStacking::EarliestStart, GapChoice::Smallest),
+        SweepVariant::AnchoredAtPeak(PeakStacking::LatestEnd, GapChoice::Smallest),
+        SweepVariant::AnchoredAtPeak(PeakStacking::Longest, GapChoice::Smallest),
         SweepVariant::Mirrored,
-        SweepVariant::AnchoredAtPeak(PeakStacking::Largest),
+        SweepVariant::AnchoredAtPeak(PeakStacking::Largest, GapChoice::Smallest),
     ];
 
     /// What a plan's note calls it.
     pub fn name(self) -> &'static str {
         match self {
             SweepVariant::Mirrored => "greedy best fit by lifetime end, backwards in time",
-            SweepVariant::AnchoredAtPeak(stacking) => match stacking {
-                PeakStacking::LatestEnd => {
+            SweepVariant::NearestEnd => {
+                "start-order sweep, each buffer beside the neighbour that ends nearest its end"
+            }
+            SweepVariant::AnchoredAtPeak(stacking, choice) => match (stacking, choice) {
+                (PeakStacking::LatestEnd, GapChoice::Smallest) => {
                     "start-order sweeps out of the busiest step (its buffers by latest end)"
                 }
-                PeakStacking::EarliestStart => {
+                (PeakStacking::EarliestStart, GapChoice::Smallest) => {
                     "start-order sweeps out of the busiest step (its buffers by earliest start)"
                 }
-                PeakStacking::Longest => {
+                (PeakStacking::Longest, GapChoice::Smallest) => {
                     "start-order sweeps out of the busiest step (its buffers by longest lifetime)"
                 }
-                PeakStacking::Largest => {
+                (PeakStacking::Largest, GapChoice::Smallest) => {
                     "start-order sweeps out of the busiest step (its buffers by size)"
+                }
+                (PeakStacking::LatestEnd, GapChoice::NearestEnd) => {
+                    "start-order sweeps out of the busiest step (its buffers by latest end), \
+                     each buffer beside the neighbour ending nearest"
+                }
+                (PeakStacking::EarliestStart, GapChoice::NearestEnd) => {
+                    "start-order sweeps out of the busiest step (its buffers by earliest \
+                     start), each buffer beside the neighbour ending nearest"
+                }
+                (PeakStacking::Longest, GapChoice::NearestEnd) => {
+                    "start-order sweeps out of the busiest step (its buffers by longest \
+                     lifetime), each buffer beside the neighbour ending nearest"
+                }
+                (PeakStacking::Largest, GapChoice::NearestEnd) => {
+                    "start-order sweeps out of the busiest step (its buffers by size), each \
+                     buffer beside the neighbour ending nearest"
                 }
             },
         }
@@ -105,7 +132,9 @@ impl SweepVariant {
 
 /// Packs `buffers` with the sweep `variant`, asking `stop` as [`pack_greedy_until`] does.
 /// `None` when the variant does not apply: [`SweepVariant::AnchoredAtPeak`] with a buffer
-/// that has a fixed offset (the stack at the peak would have to go around it).
+/// that has a fixed offset (the stack at the peak would have to go around it), and
+/// [`SweepVariant::NearestEnd`] where a buffer at a fixed offset starts after one it
+/// overlaps (the sweep's rule: `greedy::sweep`).
 pub fn pack_sweep_variant(
     buffers: &[Buffer],
     variant: SweepVariant,
@@ -113,11 +142,12 @@ pub fn pack_sweep_variant(
 ) -> Result<Option<Packing>, Stopped> {
     match variant {
         SweepVariant::Mirrored => pack_mirrored(buffers, stop).map(Some),
-        SweepVariant::AnchoredAtPeak(stacking) => {
+        SweepVariant::NearestEnd => pack_start_order(buffers, GapChoice::NearestEnd, stop),
+        SweepVariant::AnchoredAtPeak(stacking, choice) => {
             if buffers.iter().any(|buffer| buffer.fixed_offset.is_some()) {
                 return Ok(None);
             }
-            pack_anchored_at_peak(buffers, stacking, stop).map(Some)
+            pack_anchored_at_peak(buffers, stacking, choice, stop).map(Some)
         }
     }
 }
@@ -143,6 +173,7 @@ fn mirror(buffer: &Buffer, last: u32) -> Buffer {
 fn pack_anchored_at_peak(
     buffers: &[Buffer],
     stacking: PeakStacking,
+    choice: GapChoice,
     stop: &dyn Fn() -> bool,
 ) -> Result<Packing, Stopped> {
     let Some((peak, _)) = busiest_step(buffers.iter().map(|buffer| (buffer.size, buffer.lifetime)))
@@ -211,7 +242,8 @@ fn pack_anchored_at_peak(
                 }
             })
             .collect();
-        let packing = pack_greedy_until(&side, Order::Start, Fit::Best, stop)?;
+        let packing = pack_start_order(&side, choice, stop)?
+            .expect("the stacked buffers start before the side's own: the sweep applies");
         for (&index, &offset) in own.iter().zip(&packing.offsets[stacked.len()..]) {
             offsets[index] = offset;
         }
@@ -275,7 +307,8 @@ mod tests {
             PeakStacking::Longest,
             PeakStacking::Largest,
         ] {
-            let packing = pack_anchored_at_peak(&buffers, stacking, &never()).unwrap();
+            let packing =
+                pack_anchored_at_peak(&buffers, stacking, GapChoice::Smallest, &never()).unwrap();
             assert_valid_packing(&buffers, &packing);
             let mut stack: Vec<(u64, u64)> = [0, 1, 2]
                 .iter()
@@ -288,8 +321,45 @@ mod tests {
             }
         }
         // By latest end: c (last 4) at the bottom, then b (3), then a (2).
-        let packing = pack_anchored_at_peak(&buffers, PeakStacking::LatestEnd, &never()).unwrap();
+        let packing = pack_anchored_at_peak(
+            &buffers,
+            PeakStacking::LatestEnd,
+            GapChoice::Smallest,
+            &never(),
+        )
+        .unwrap();
         assert_eq!(&packing.offsets[..3], &[50, 30, 0]);
+    }
+
+    #[test]
+    fn nearest_end_puts_a_buffer_beside_the_one_ending_with_it() {
+        // At step 0, five 10-byte buffers stack up: a (ends at 1), b (5), c (1), d (9), e (9).
+        // At step 2 a and c are gone: gaps of 10 bytes at 0 (under b) and at 20 (between b and
+        // d). f ends at 9: best fit takes the lowest gap, nearest end the one under d.
+        let mut buffers = vec![
+            buffer(10, 0, 1),
+            buffer(10, 0, 5),
+            buffer(10, 0, 1),
+            buffer(10, 0, 9),
+            buffer(10, 0, 9),
+            buffer(10, 2, 9),
+        ];
+        let best = pack_greedy(&buffers, Order::Start, Fit::Best);
+        assert_eq!(best.offsets[5], 0);
+        let nearest = pack_sweep_variant(&buffers, SweepVariant::NearestEnd, &never())
+            .unwrap()
+            .unwrap();
+        assert_valid_packing(&buffers, &nearest);
+        assert_eq!(&nearest.offsets[..5], &[0, 10, 20, 30, 40]);
+        assert_eq!(nearest.offsets[5], 20);
+        // Against the nearer neighbour inside a larger gap: g (4 bytes, ends at 5) goes to
+        // the top of the gap under b... b ends at 5, so g sits right under it.
+        buffers[5] = buffer(4, 2, 5);
+        let nearest = pack_sweep_variant(&buffers, SweepVariant::NearestEnd, &never())
+            .unwrap()
+            .unwrap();
+        assert_valid_packing(&buffers, &nearest);
+        assert_eq!(nearest.offsets[5], 6, "against b, which starts at 10");
     }
 
     #[test]
@@ -315,12 +385,17 @@ mod tests {
         for variant in SweepVariant::ALL {
             let packed = pack_sweep_variant(&buffers, variant, &never()).unwrap();
             match variant {
-                SweepVariant::Mirrored => {
-                    let packing = packed.expect("mirroring keeps fixed offsets");
+                SweepVariant::Mirrored | SweepVariant::NearestEnd => {
+                    // The fixed buffer starts at step 2, after buffer 0 it overlaps: mirrored,
+                    // it comes first; forwards, the sweep does not apply.
+                    let Some(packing) = packed else {
+                        assert_eq!(variant, SweepVariant::NearestEnd);
+                        continue;
+                    };
                     assert_valid_packing(&buffers, &packing);
                     assert_eq!(packing.offsets[1], 64);
                 }
-                SweepVariant::AnchoredAtPeak(_) => assert_eq!(packed, None),
+                SweepVariant::AnchoredAtPeak(..) => assert_eq!(packed, None),
             }
         }
     }

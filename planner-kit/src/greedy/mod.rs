@@ -124,10 +124,12 @@ mod fit;
 mod heap;
 mod item;
 mod radix;
-mod sweep;
+pub(crate) mod sweep;
 #[cfg(test)]
 mod tests;
 mod timeline;
+
+pub use sweep::GapChoice;
 
 use dense::*;
 use fit::*;
@@ -277,6 +279,18 @@ pub fn pack_greedy_between(
     }
     let rules = Rules { fit, barriers };
     pack_narrow_first(buffers, PlacementKey::for_order(order, fit), rules, stop)
+}
+
+/// Packs `buffers` in lifetime-start order as one sweep over time, each buffer taking the gap
+/// `choice` picks among the live ones (see the `sweep` module); `None` where buffers at fixed
+/// offsets do not allow the sweep. [`sweep::GapChoice::Smallest`] gives [`pack_greedy_until`]'s
+/// offsets in start order with best fit.
+pub(crate) fn pack_start_order(
+    buffers: &[Buffer],
+    choice: sweep::GapChoice,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<Packing>, Stopped> {
+    sweep::pack_start_order(buffers, &[], choice, stop)
 }
 
 /// Packs `buffers` greedily in the order of `ranks` (lowest first; one per buffer, all

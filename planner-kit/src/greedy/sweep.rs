@@ -80,6 +80,23 @@ const NONE: u32 = u32::MAX;
 /// Marks a fixed buffer's slot in [`LiveBytes::slot_of`].
 const FIXED: u32 = 1 << 31;
 
+/// Which gap a buffer takes among those that fit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GapChoice {
+    /// The smallest (best fit), the lowest of equally small ones: [`Fit::Best`].
+    Smallest,
+    /// Among the [`NEAREST_END_CANDIDATES`] smallest, the one whose neighbour below or above
+    /// ends nearest in time to the buffer's own end (the first of equally near ones), the
+    /// buffer put against that neighbour: buffers that end together then free one stretch of
+    /// bytes, not scattered gaps. Measured on random-lifetime traces: 100,000 buffers 1.0079
+    /// x the lower bound where best fit gives 1.0178, 1,000,000 1.0017 where it gives 1.0049.
+    NearestEnd,
+}
+
+/// How many of the smallest fitting gaps [`GapChoice::NearestEnd`] weighs (16 and 64 gave
+/// the same heights within 0.02 %, 4 fell behind).
+const NEAREST_END_CANDIDATES: u64 = 16;
+
 /// Whether the sweep may pack `buffers` in `order` with `fit`: start order with best fit
 /// (whether the buffers at fixed offsets allow it, [`pack_start_best_fit`] tells).
 pub(super) fn applies(buffers: &[Buffer], order: Order, fit: Fit) -> bool {
@@ -92,6 +109,16 @@ pub(super) fn applies(buffers: &[Buffer], order: Order, fit: Fit) -> bool {
 pub(super) fn pack_start_best_fit(
     buffers: &[Buffer],
     barriers: &[u64],
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<Packing>, Stopped> {
+    pack_start_order(buffers, barriers, GapChoice::Smallest, stop)
+}
+
+/// [`pack_start_best_fit`] with each buffer taking the gap `choice` picks.
+pub(crate) fn pack_start_order(
+    buffers: &[Buffer],
+    barriers: &[u64],
+    choice: GapChoice,
     stop: &dyn Fn() -> bool,
 ) -> Result<Option<Packing>, Stopped> {
     let count = buffers.len();
@@ -111,6 +138,7 @@ pub(super) fn pack_start_best_fit(
                 alignment_or_offset,
                 lo,
                 hi,
+                last_step: buffer.lifetime.last,
                 index: index as u32,
                 fixed,
             }
@@ -150,8 +178,8 @@ pub(super) fn pack_start_best_fit(
                 .saturating_add(buffer.alignment_or_offset)
         });
     let placed = match ends_below <= u64::from(u32::MAX) {
-        true => place_in_start_order::<u64>(&placing, &ending, barriers, &mut poller)?,
-        false => place_in_start_order::<u128>(&placing, &ending, barriers, &mut poller)?,
+        true => place_in_start_order::<u64>(&placing, &ending, barriers, choice, &mut poller)?,
+        false => place_in_start_order::<u128>(&placing, &ending, barriers, choice, &mut poller)?,
     };
     let Some((offsets_by_rank, height)) = placed else {
         return Ok(None);
@@ -197,6 +225,7 @@ fn place_in_start_order<K: GapKey>(
     placing: &[Placing],
     ending: &EndingAt,
     barriers: &[u64],
+    choice: GapChoice,
     poller: &mut Poller,
 ) -> Result<Option<(Vec<u64>, u64)>, Stopped> {
     let mut live = LiveBytes::<K>::new(placing.len());
@@ -217,14 +246,19 @@ fn place_in_start_order<K: GapKey>(
                 return Ok(None);
             };
             poller.spent(1)?;
-            live.insert(rank, offset, end, place);
+            live.insert(rank, offset, end, buffer.last_step, place);
             live.mark_fixed(rank, offset, end);
             continue;
         }
-        let (offset, place, tried) =
-            live.best_fit(buffer.size, buffer.alignment_or_offset, barriers);
+        let (offset, place, tried) = match choice {
+            GapChoice::Smallest => live.best_fit(buffer.size, buffer.alignment_or_offset, barriers),
+            GapChoice::NearestEnd => {
+                let (size, alignment) = (buffer.size, buffer.alignment_or_offset);
+                live.nearest_end_fit(size, alignment, barriers, buffer.last_step)
+            }
+        };
         poller.spent(1 + tried)?;
-        live.insert(rank, offset, offset + buffer.size, place);
+        live.insert(rank, offset, offset + buffer.size, buffer.last_step, place);
     }
     Ok(Some((live.offsets, live.height)))
 }
@@ -238,6 +272,10 @@ struct Placing {
     /// Span in points, inclusive.
     lo: u32,
     hi: u32,
+    /// The last step of its lifetime: [`GapChoice::NearestEnd`] compares these (points
+    /// count only the steps where a buffer starts, so ends after the last start all fall on
+    /// one point).
+    last_step: u32,
     index: u32,
     fixed: bool,
 }
@@ -315,6 +353,8 @@ struct Node {
     end: u64,
     below: u32,
     above: u32,
+    /// The buffer's last step.
+    last: u32,
 }
 
 /// The live buffers' bytes: a list in offset order and their gaps by (length, start).
@@ -433,6 +473,59 @@ impl<K: GapKey> LiveBytes<K> {
         )
     }
 
+    /// The offset [`GapChoice::NearestEnd`] gives `size` bytes ending at step `last`, where
+    /// that is, and how many gaps it tried. Without barriers the buffer goes against the
+    /// nearer-ending neighbour (the top of the gap when that is the one above); with them, at
+    /// the gap's lowest fitting offset.
+    #[inline]
+    fn nearest_end_fit(
+        &self,
+        size: u64,
+        alignment: u64,
+        barriers: &[u64],
+        last: u32,
+    ) -> (u64, Place, u64) {
+        let distance = |slot: u32| match slot {
+            NONE => u32::MAX,
+            _ => self.nodes[slot as usize].last.abs_diff(last),
+        };
+        let mut tried = 0;
+        let mut fitting = 0;
+        // (distance, offset, place) of the nearest so far.
+        let mut nearest: Option<(u32, u64, Place)> = None;
+        for (&key, &owner) in self.gaps.range(K::shortest(size)..) {
+            tried += 1;
+            let (start, end) = key.gap();
+            let Some(lowest) = offset_in_gap(start, end, size, alignment, barriers) else {
+                continue;
+            };
+            let (below, above) = (distance(self.nodes[owner as usize].below), distance(owner));
+            let offset = match above < below && barriers.is_empty() {
+                // Aligned down from the top: at or above `lowest`, which fits.
+                true => (end - size) / alignment * alignment,
+                false => lowest,
+            };
+            if nearest.is_none_or(|(best, _, _)| below.min(above) < best) {
+                nearest = Some((below.min(above), offset, Place::Below { owner, start, end }));
+            }
+            fitting += 1;
+            if fitting == NEAREST_END_CANDIDATES {
+                break;
+            }
+        }
+        match nearest {
+            Some((_, offset, place)) => (offset, place, tried),
+            None => {
+                let top = self.end_of(self.highest);
+                (
+                    lowest_start(top, size, alignment, barriers),
+                    Place::Top,
+                    tried,
+                )
+            }
+        }
+    }
+
     /// Where the bytes `offset..end` of a buffer at a fixed offset lie among the live
     /// buffers, all at fixed offsets too (see the module documentation); `None` when they
     /// share bytes with one.
@@ -482,7 +575,7 @@ impl<K: GapKey> LiveBytes<K> {
     /// Places buffer `rank` at `offset..end`, where [`LiveBytes::best_fit`] said; live
     /// unless it is empty (it takes no byte, so it splits no gap).
     #[inline]
-    fn insert(&mut self, rank: u32, offset: u64, end: u64, place: Place) {
+    fn insert(&mut self, rank: u32, offset: u64, end: u64, last: u32, place: Place) {
         self.offsets[rank as usize] = offset;
         self.height = self.height.max(end);
         if end == offset {
@@ -493,6 +586,7 @@ impl<K: GapKey> LiveBytes<K> {
             end,
             below: NONE,
             above: NONE,
+            last,
         };
         let slot = match self.spare.pop() {
             Some(slot) => {
@@ -550,6 +644,7 @@ impl<K: GapKey> LiveBytes<K> {
             end,
             below: lower,
             above: upper,
+            ..
         } = self.nodes[slot as usize];
         let floor = self.end_of(lower);
         if offset > floor {

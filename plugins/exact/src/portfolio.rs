@@ -70,6 +70,13 @@ pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(1);
 /// where time allows: on a 1,000,000-buffer model-like trace by size is 0.03 % above the
 /// bound, done in about 0.9 s), then the other start-order sweeps ([`Candidate::for_arena`]).
 pub const SWEEPS_FROM: usize = SWEEP_FIRST_FROM;
+/// Arenas with at least this many buffers take best fit by size second (beside the first
+/// sweep), and by duration only after the other sweeps: there by size must finish within the
+/// budget (a 1,000,000-buffer model-like trace: 0.56 s), and on random traces both orders
+/// run until the deadline, holding a thread each, which would leave the sweeps none. Below
+/// it by duration goes second (training traces: at the bound within 0.1 s) and by size after
+/// the sweeps.
+pub const SIZE_BEFORE_SWEEPS_FROM: usize = 200_000;
 /// Arenas with more buffers do not run the exact search.
 pub const EXACT_MAX_BUFFERS: usize = 50_000;
 
@@ -392,13 +399,15 @@ impl Candidate {
     /// so always completes in time (the start-order sweep out of the busiest step, or where a
     /// buffer has a fixed offset plain best fit by start), then best fit by duration (on
     /// training traces quick and often at the bound: 28,000 buffers in 67 ms, which it can
-    /// only end early where no slower candidate comes before it) and by size
-    /// (greedy-bestfit's own packing), then the other sweeps, then the rest of [`GREEDY`].
+    /// only end early where no slower candidate comes before it; from
+    /// [`SIZE_BEFORE_SWEEPS_FROM`] buffers best fit by size, greedy-bestfit's own packing,
+    /// instead), then the other sweeps and plain best fit by start, then the other of the
+    /// two, then the rest of [`GREEDY`].
     ///
-    /// Why the anchored sweep first: measured on generated traces (1M random-lifetime
-    /// buffers: 1.0003 x the bound in 0.64 s, where plain best fit by start gives 1.0049 in
-    /// 0.51 s; training traces of 62,000-200,000 buffers: at 1.0000 where plain is 1.0001-1.0025;
-    /// model-like 1M: 1.12 against 1.18).
+    /// The first is the kit's first sweep variant, the start-order sweep that puts each buffer
+    /// beside the neighbour ending nearest: on 1M random-lifetime buffers 1.0017 x the bound
+    /// on both seeds measured in 0.63 s, where plain best fit by start gives 1.0049-1.0063 in
+    /// 0.47 s (the kit's `sweep_variants` gives the figures of every variant).
     fn for_arena(buffers: &[Buffer]) -> Vec<Candidate> {
         let greedy: Vec<Candidate> = GREEDY
             .iter()
@@ -420,7 +429,7 @@ impl Candidate {
         let mut sweeps: Vec<Candidate> = SweepVariant::ALL
             .into_iter()
             .filter(|variant| {
-                anchored_applies || !matches!(variant, SweepVariant::AnchoredAtPeak(_))
+                anchored_applies || !matches!(variant, SweepVariant::AnchoredAtPeak(..))
             })
             .map(Candidate::Sweep)
             .collect();
@@ -429,11 +438,19 @@ impl Candidate {
         } else {
             find(&by_start)
         };
-        let mut list = vec![first, find(&by_duration), find(&by_size)];
+        // Second, on the other thread, the greedy order likeliest to win at this size; the
+        // other one after the sweeps (on random traces both run until the deadline, and a
+        // thread they hold runs no sweep).
+        let (second, later) = match buffers.len() >= SIZE_BEFORE_SWEEPS_FROM {
+            true => (find(&by_size), find(&by_duration)),
+            false => (find(&by_duration), find(&by_size)),
+        };
+        let mut list = vec![first, second];
         list.extend(sweeps);
         if anchored_applies {
             list.push(find(&by_start));
         }
+        list.push(later);
         list.extend(
             greedy
                 .iter()
@@ -733,9 +750,21 @@ mod tests {
             candidates[1],
             Candidate::Greedy(Order::Duration, Fit::Best, _)
         ));
+        // Below SIZE_BEFORE_SWEEPS_FROM best fit by size comes after the sweeps and by start;
+        // from it, by size goes second and by duration after them.
+        let sweeps = SweepVariant::ALL.len();
         assert!(matches!(
-            candidates[2],
+            candidates[1 + sweeps + 1],
             Candidate::Greedy(Order::Size, Fit::Best, _)
+        ));
+        let huge = Candidate::for_arena(&trace(SIZE_BEFORE_SWEEPS_FROM as u32));
+        assert!(matches!(
+            huge[1],
+            Candidate::Greedy(Order::Size, Fit::Best, _)
+        ));
+        assert!(matches!(
+            huge[1 + sweeps + 1],
+            Candidate::Greedy(Order::Duration, Fit::Best, _)
         ));
         // Every greedy candidate and every sweep is there, once.
         assert_eq!(candidates.len(), GREEDY.len() + SweepVariant::ALL.len());
@@ -755,7 +784,7 @@ mod tests {
         ));
         assert!(candidates
             .iter()
-            .all(|c| !matches!(c, Candidate::Sweep(SweepVariant::AnchoredAtPeak(_)))));
+            .all(|c| !matches!(c, Candidate::Sweep(SweepVariant::AnchoredAtPeak(..)))));
         assert!(candidates.contains(&Candidate::Sweep(SweepVariant::Mirrored)));
     }
 
