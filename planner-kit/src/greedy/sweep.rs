@@ -42,19 +42,25 @@
 //! that knows the longest gap under each of its nodes, which std's ordered maps cannot keep,
 //! so [`Fit::First`] stays with the general packer.
 //!
+//! The same sweep can choose its gaps another way ([`GapChoice`], for the kit's
+//! `sweep_variants`): [`GapChoice::NearestEnd`] reads the [`NEAREST_END_CANDIDATES`] smallest
+//! fitting gaps in the same index and takes the one whose neighbour (each live buffer's node
+//! keeps its last step) ends nearest the buffer's end; without barriers the buffer goes
+//! against that neighbour, at the top of the gap when it is the one above.
+//!
 //! # Complexity
 //!
 //! O(n) to map lifetimes to points and radix sort the buffers (by first point and size only:
 //! the sort is stable and the buffers come in index order), then per buffer one search of the
 //! ordered index plus a constant number of inserts and removals: O(n log n) whatever the shape
 //! of the trace (a search that meets gaps too misaligned or split by a barrier goes on to the
-//! next, one step each); a buffer at a fixed offset costs a lookup among the live fixed ones,
-//! O(log n). The general packer's obstacle, that the gaps of a union of buffers live at
+//! next, one step each; [`GapChoice::NearestEnd`] reads at most a constant number more); a
+//! buffer at a fixed offset costs a lookup among the live fixed ones, O(log n). The general packer's obstacle, that the gaps of a union of buffers live at
 //! different times cannot be looked up, does not arise: in start order the buffers a
 //! placement avoids are all live at one point, and their gaps are the index's. A gap's key
 //! is 64 bits where every end provably fits in 32 (the highest barrier or fixed end plus
-//! every other size and alignment does), 128 otherwise. Memory O(n): 32 bytes per buffer
-//! sorted, 24 per live one.
+//! every other size and alignment does), 128 otherwise. Memory O(n): 40 bytes per buffer
+//! sorted, 32 per live one.
 //!
 //! Measured with `pack_bench --shapes --start-only --runs 3` (the whole `greedy-bestfit`
 //! call with `{"order":"start"}`, kit passes included, release build, load average about 1
@@ -85,7 +91,7 @@ const FIXED: u32 = 1 << 31;
 pub enum GapChoice {
     /// The smallest (best fit), the lowest of equally small ones: [`Fit::Best`].
     Smallest,
-    /// Among the [`NEAREST_END_CANDIDATES`] smallest, the one whose neighbour below or above
+    /// Among the 16 smallest that fit, the one whose neighbour below or above
     /// ends nearest in time to the buffer's own end (the first of equally near ones), the
     /// buffer put against that neighbour: buffers that end together then free one stretch of
     /// bytes, not scattered gaps. Measured on random-lifetime traces: 100,000 buffers 1.0079

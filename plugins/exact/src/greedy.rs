@@ -1,7 +1,7 @@
 //! The starting upper bound of the search: the best of the kit's greedy packings of one
-//! component (every sort order, best-fit and first-fit; on large components the kit's
-//! start-order sweep out of the busiest step and then best fit by start first:
-//! [`greedy_starts`]), in the component's units and columns.
+//! component (every sort order, best-fit and first-fit; on large components the kit's first
+//! start-order sweep variant and then best fit by start first: [`greedy_starts`]), in the
+//! component's units and columns.
 //! The kit's packer is the same one `greedy-bestfit` ships, so `exact` can never be worse.
 //!
 //! The greedy packings count against the search's deadline: on large components one of them
@@ -67,9 +67,9 @@ pub fn greedy(
         })
         .collect();
     let mut best: Option<(u64, Vec<u64>)> = None;
-    // On large components the kit's sweep out of the busiest step first, as the portfolio
-    // takes it: as quick as best fit by start and lower on most large traces (its module
-    // gives the figures). Without a fixed offset only; best fit by start comes next anyway.
+    // On large components the kit's first sweep variant first, as the portfolio takes it:
+    // about as quick as best fit by start and lower on most large traces (its module gives
+    // the figures). Where it does not apply (fixed offsets), best fit by start comes next.
     if buffers.len() >= SWEEP_FIRST_FROM {
         if let Ok(Some(packing)) =
             pack_sweep_variant(&buffers, SweepVariant::ALL[0], &|| deadline.passed())

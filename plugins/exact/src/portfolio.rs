@@ -8,13 +8,14 @@
 //! 2. cheap candidates: the kit's greedy packer in each of its orders (by duration, size,
 //!    area, lifetime start) with best and then first fit (first fit by size is TFLite
 //!    Micro's planner; XLA's heap simulator keeps the best of several such orders). From
-//!    [`SWEEPS_FROM`] buffers on, the kit's start-order sweep out of the busiest step goes
-//!    first (O(n log n) on every trace shape, where the other orders are superlinear on
-//!    random and training traces: the kit's greedy module says why), best fit by duration
-//!    and by size next, then the other start-order sweeps (`sweep_variants`) and plain best
-//!    fit by start, then the other orders. Two threads take them from the list in turn; the first always completes,
-//!    the others stop at the deadline, and a candidate at the bound stops those after it. The
-//!    search starts from the lowest of them;
+//!    [`SWEEPS_FROM`] buffers on, the kit's first start-order sweep variant goes first
+//!    (O(n log n) on every trace shape, where the other orders are superlinear on random and
+//!    training traces: the kit's greedy module says why), best fit by duration (by size from
+//!    [`SIZE_BEFORE_SWEEPS_FROM`] buffers) second, then the other start-order sweeps
+//!    (`sweep_variants`) and plain best fit by start, then the other orders. Two threads take
+//!    them from the list in turn; the first always completes, the others stop at the
+//!    deadline, and a candidate at the bound stops those after it. The search starts from
+//!    the lowest of them;
 //! 3. while the best is above the bound and time remains, on arenas of at most
 //!    [`EXACT_MAX_BUFFERS`] buffers, two things at once until the deadline (`time_limit_s`,
 //!    default [`DEFAULT_TIME_LIMIT`], shared by every arena of the plan; the host's
@@ -396,8 +397,8 @@ impl Candidate {
 
     /// The candidates for an arena of `buffers`, in the order they are tried: [`GREEDY`];
     /// from [`SWEEPS_FROM`] buffers on, first one that is O(n log n) on every trace shape and
-    /// so always completes in time (the start-order sweep out of the busiest step, or where a
-    /// buffer has a fixed offset plain best fit by start), then best fit by duration (on
+    /// so always completes in time (the kit's first sweep variant, or where a buffer has a
+    /// fixed offset plain best fit by start), then best fit by duration (on
     /// training traces quick and often at the bound: 28,000 buffers in 67 ms, which it can
     /// only end early where no slower candidate comes before it; from
     /// [`SIZE_BEFORE_SWEEPS_FROM`] buffers best fit by size, greedy-bestfit's own packing,
