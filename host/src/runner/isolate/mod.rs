@@ -412,11 +412,21 @@ impl LogRelay {
 }
 
 /// A worker's log made printable a chunk at a time, each line tagged with a prefix.
+///
+/// Only whole lines are passed on (each in one write): memplan's own log lines go to the same
+/// standard error from other threads, and a line of the worker's cut where a pipe read
+/// happened to end would have one of them in its middle. A line longer than
+/// [`LONGEST_HELD_LINE`] is passed on in parts rather than held without bound.
 struct LineRelay {
     prefix: String,
     text: crate::printable::PrintableStream,
     at_line_start: bool,
+    /// Printable text of a line not ended yet.
+    held: String,
 }
+
+/// The most of an unfinished line [`LineRelay`] holds back (bytes).
+const LONGEST_HELD_LINE: usize = 64 << 10;
 
 impl LineRelay {
     fn new(prefix: String) -> LineRelay {
@@ -424,19 +434,29 @@ impl LineRelay {
             prefix,
             text: Default::default(),
             at_line_start: true,
+            held: String::new(),
         }
     }
 
-    /// What to print for `chunk` of the log.
+    /// What to print for `chunk` of the log: the lines it ends.
     fn push(&mut self, chunk: &[u8]) -> String {
-        let text = self.text.push(chunk);
-        self.tag(&text)
+        self.held.push_str(&self.text.push(chunk));
+        let whole = match self.held.rfind('\n') {
+            Some(end) => end + 1,
+            None if self.held.len() > LONGEST_HELD_LINE => self.held.len(),
+            None => return String::new(),
+        };
+        let rest = self.held.split_off(whole);
+        let lines = std::mem::replace(&mut self.held, rest);
+        self.tag(&lines)
     }
 
     /// What to print at the end of the log: a line it did not end is ended.
     fn finish(&mut self) -> String {
         let rest = self.text.finish();
-        let mut text = self.tag(&rest);
+        self.held.push_str(&rest);
+        let held = std::mem::take(&mut self.held);
+        let mut text = self.tag(&held);
         if !self.at_line_start {
             text.push('\n');
         }
@@ -1184,14 +1204,35 @@ mod tests {
     fn a_workers_log_is_tagged_line_by_line_and_cannot_drive_the_terminal() {
         let mut relay = LineRelay::new("[planner p] ".into());
         let mut out = relay.push(b"one\nmemplan: error: fake\x1b[31m");
+        // Only whole lines are passed on: the rest waits for its end.
+        assert_eq!(out, "[planner p] one\n");
         out += &relay.push(b" still\r\n\n");
-        out += &relay.push(b"last");
+        assert_eq!(relay.push(b"last"), "");
         out += &relay.finish();
         assert_eq!(
             out,
             "[planner p] one\n[planner p] memplan: error: fake\\u{001b}[31m still\\u{000d}\n\
              [planner p] \n[planner p] last\n"
         );
+    }
+
+    #[test]
+    fn a_line_cut_by_a_pipe_read_is_passed_on_whole() {
+        // memplan's own log lines are written to the same standard error from other threads:
+        // a worker's line written in two parts could get one of them in its middle.
+        let mut relay = LineRelay::new("[planner p] ".into());
+        assert_eq!(relay.push(b"chatty line 5 of 10 plan"), "");
+        assert_eq!(
+            relay.push(b"ner=p\nchatty line 6"),
+            "[planner p] chatty line 5 of 10 planner=p\n"
+        );
+        assert_eq!(relay.finish(), "[planner p] chatty line 6\n");
+        // A line without end is not held without bound.
+        let mut relay = LineRelay::new("[p] ".into());
+        let long = vec![b'x'; LONGEST_HELD_LINE + 1];
+        let out = relay.push(&long);
+        assert_eq!(out.len(), "[p] ".len() + LONGEST_HELD_LINE + 1);
+        assert_eq!(relay.push(b"y\n"), "y\n");
     }
 
     #[test]
