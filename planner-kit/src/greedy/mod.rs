@@ -364,7 +364,7 @@ impl Stopped {
             PlanErrorKind::Cancelled,
             format!(
                 "stopped at the time limit while placing {buffer_count} buffers, before every \
-                 one had a place; give it more time (--timeout) to get a plan"
+                 one had a place"
             ),
         )
     }

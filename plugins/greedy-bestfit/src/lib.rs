@@ -71,9 +71,9 @@ impl Packer for GreedyPacker {
                 if (self.order, self.fit) != (Order::Start, Fit::Best) {
                     // The one order and fit that is O(n log n) on every trace shape.
                     error.message = format!(
-                        "{}, or use --planner-options '{{\"order\":\"start\"}}' (best fit in \
-                         lifetime-start order packs any trace in O(n log n): a million \
-                         buffers in about half a second)",
+                        "{}; best fit in lifetime-start order (--planner-options \
+                         '{{\"order\":\"start\"}}') packs any trace in O(n log n), a million \
+                         buffers in about half a second",
                         error.message
                     )
                     .into();
