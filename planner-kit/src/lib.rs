@@ -23,6 +23,7 @@
 
 pub mod bump;
 pub mod greedy;
+pub mod grouped;
 pub mod options;
 mod plan;
 pub mod random;
@@ -35,6 +36,7 @@ pub use greedy::{
     greedy_ranks, pack_greedy, pack_greedy_between, pack_greedy_ranked, pack_greedy_until, Fit,
     GapChoice, Order, Stopped,
 };
+pub use grouped::Grouped;
 pub use options::PlannerOptions;
 pub use plan::plan_with_packer;
 pub use random::XorShift64Star;

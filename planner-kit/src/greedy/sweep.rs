@@ -78,7 +78,7 @@ use super::fit::{lowest_start, offset_in_gap};
 use super::radix::{radix_sort, RadixRoom};
 use super::timeline::Timeline;
 use super::{Fit, Order, Poller, Stopped};
-use crate::{Buffer, Packing};
+use crate::{Buffer, Grouped, Packing};
 
 /// No buffer: the end of a list.
 const NONE: u32 = u32::MAX;
@@ -164,7 +164,7 @@ pub(crate) fn pack_start_order(
         return Ok(None);
     }
     poller.spent(count as u64)?;
-    let ending = EndingAt::new(&placing, timeline.points.len());
+    let ending = ending_at(&placing, timeline.points.len());
     poller.spent(count as u64)?;
     // Every end stays below the highest barrier or fixed end plus every other size and
     // alignment (a buffer goes into a gap, or at most its alignment above the top or a
@@ -229,7 +229,7 @@ fn fixed_ones_come_first(placing: &[Placing]) -> bool {
 /// two buffers at fixed offsets share bytes while both live.
 fn place_in_start_order<K: GapKey>(
     placing: &[Placing],
-    ending: &EndingAt,
+    ending: &Grouped,
     barriers: &[u64],
     choice: GapChoice,
     poller: &mut Poller,
@@ -239,7 +239,7 @@ fn place_in_start_order<K: GapKey>(
     let mut freed_before = 0u32;
     for (rank, buffer) in placing.iter().enumerate() {
         while freed_before < buffer.lo {
-            let ended = ending.at(freed_before);
+            let ended = ending.get(freed_before as usize);
             ended.iter().for_each(|&gone| live.free(gone));
             poller.spent(ended.len() as u64)?;
             freed_before += 1;
@@ -303,39 +303,14 @@ impl Placing {
     }
 }
 
-/// The ranks of the non-empty buffers by their last point: `at(p)` lists those ending at
-/// point `p`, one array for all points.
-struct EndingAt {
-    /// `points + 1` bounds into `ranks`.
-    bounds: Vec<u32>,
-    ranks: Vec<u32>,
-}
-
-impl EndingAt {
-    fn new(placing: &[Placing], points: usize) -> EndingAt {
-        let mut bounds = vec![0u32; points + 1];
-        for buffer in placing.iter().filter(|buffer| buffer.size > 0) {
-            bounds[buffer.hi as usize + 1] += 1;
-        }
-        for point in 0..points {
-            bounds[point + 1] += bounds[point];
-        }
-        let mut next = bounds.clone();
-        let mut ranks = vec![0u32; bounds[points] as usize];
-        for (rank, buffer) in placing.iter().enumerate() {
-            if buffer.size > 0 {
-                let slot = &mut next[buffer.hi as usize];
-                ranks[*slot as usize] = rank as u32;
-                *slot += 1;
-            }
-        }
-        EndingAt { bounds, ranks }
-    }
-
-    fn at(&self, point: u32) -> &[u32] {
-        let point = point as usize;
-        &self.ranks[self.bounds[point] as usize..self.bounds[point + 1] as usize]
-    }
+/// The ranks of the non-empty buffers grouped by their last point: those ending at each point.
+fn ending_at(placing: &[Placing], points: usize) -> Grouped {
+    let non_empty = placing
+        .iter()
+        .enumerate()
+        .filter(|(_, buffer)| buffer.size > 0)
+        .map(|(rank, buffer)| (rank as u32, buffer.hi as usize));
+    Grouped::by_key(non_empty, points)
 }
 
 /// Where best fit puts a buffer: in the bounded gap below a live buffer, or above them all.
@@ -471,12 +446,14 @@ impl<K: GapKey> LiveBytes<K> {
                 return (offset, Place::Below { owner, start, end }, tried);
             }
         }
-        let top = self.end_of(self.highest);
-        (
-            lowest_start(top, size, alignment, barriers),
-            Place::Top,
-            tried,
-        )
+        (self.above_all(size, alignment, barriers), Place::Top, tried)
+    }
+
+    /// Where `size` bytes go when no bounded gap fits: the lowest start above the highest
+    /// live buffer.
+    #[inline]
+    fn above_all(&self, size: u64, alignment: u64, barriers: &[u64]) -> u64 {
+        lowest_start(self.end_of(self.highest), size, alignment, barriers)
     }
 
     /// The offset [`GapChoice::NearestEnd`] gives `size` bytes ending at step `last`, where
@@ -521,14 +498,7 @@ impl<K: GapKey> LiveBytes<K> {
         }
         match nearest {
             Some((_, offset, place)) => (offset, place, tried),
-            None => {
-                let top = self.end_of(self.highest);
-                (
-                    lowest_start(top, size, alignment, barriers),
-                    Place::Top,
-                    tried,
-                )
-            }
+            None => (self.above_all(size, alignment, barriers), Place::Top, tried),
         }
     }
 

@@ -58,6 +58,7 @@
 
 use std::time::Instant;
 
+use memplan_planner_kit::Grouped;
 use memplan_plugin_api::bounds::align_up;
 use memplan_plugin_api::HostContext;
 
@@ -213,11 +214,11 @@ struct Frame {
 pub struct Search<'a> {
     component: &'a Component,
     /// Items whose offset is free, sorted per start column in the order they are tried.
-    by_start: Groups,
+    by_start: Grouped,
     /// Items with a fixed offset: obstacles, placed from the start.
     fixed: Vec<u32>,
     class: Vec<u32>,
-    class_members: Groups,
+    class_members: Grouped,
     class_placed: Vec<u32>,
     banned_at: Vec<u64>,
     rank: Vec<u32>,
@@ -261,43 +262,6 @@ pub struct Search<'a> {
     complete: bool,
 }
 
-/// Lists of item indexes, one per group (a column, a symmetry class), in one array: a search
-/// of a million items would otherwise make and free a million small vectors (seconds of a
-/// one-second budget).
-struct Groups {
-    /// Group g's items are `items[starts[g]..starts[g + 1]]`.
-    starts: Vec<u32>,
-    items: Vec<u32>,
-}
-
-impl Groups {
-    /// The `items` by `group_of` into `groups` groups, each in the order of `items`.
-    fn of(items: &[u32], groups: usize, group_of: impl Fn(u32) -> usize) -> Groups {
-        let mut starts = vec![0u32; groups + 1];
-        for &item in items {
-            starts[group_of(item) + 1] += 1;
-        }
-        for group in 0..groups {
-            starts[group + 1] += starts[group];
-        }
-        let mut next = starts.clone();
-        let mut grouped = vec![0u32; items.len()];
-        for &item in items {
-            let group = group_of(item);
-            grouped[next[group] as usize] = item;
-            next[group] += 1;
-        }
-        Groups {
-            starts,
-            items: grouped,
-        }
-    }
-
-    fn get(&self, group: usize) -> &[u32] {
-        &self.items[self.starts[group] as usize..self.starts[group + 1] as usize]
-    }
-}
-
 impl<'a> Search<'a> {
     /// A search for packings with height at most `cap`, stopping at the first one with
     /// height at most `stop_at`. Every packing found lowers the cap below it.
@@ -335,7 +299,12 @@ impl<'a> Search<'a> {
         for (position, &index) in rank_order.iter().enumerate() {
             rank[index as usize] = position as u32;
         }
-        let by_start = Groups::of(&rank_order, columns, |index| items[index as usize].start);
+        let by_start = Grouped::by_key(
+            rank_order
+                .iter()
+                .map(|&index| (index, items[index as usize].start)),
+            columns,
+        );
         // Symmetry classes: consecutive in rank order when identical, and so in index order
         // within a class (the index is the rank's last key).
         let mut class = vec![u32::MAX; items.len()];
@@ -354,8 +323,12 @@ impl<'a> Search<'a> {
             class[index as usize] = classes as u32 - 1;
             previous = Some(index);
         }
-        let class_members =
-            Groups::of(&rank_order, classes, |index| class[index as usize] as usize);
+        let class_members = Grouped::by_key(
+            rank_order
+                .iter()
+                .map(|&index| (index, class[index as usize] as usize)),
+            classes,
+        );
         // Units and items live per column, by differences at the ends of each lifetime:
         // O(items + columns), where a long-lived buffer would cost one step per column.
         let mut remaining_change = vec![0u64; columns + 1];
