@@ -2,7 +2,7 @@
 //! model of the shared corpus (budget: 100 ms each), and on generated graphs of 1,000 and
 //! 10,000 operators (within the time limit, never worse than the stored order).
 //!
-//! Run: `MEMPLAN_CORPUS=../shared/data cargo bench -p memplan --bench order` (release build).
+//! Run: `MEMPLAN_CORPUS=$PWD/../shared/data cargo bench -p memplan --bench order` (release build).
 //! Prints, per input, the best wall time of a few runs, the bound with the stored order and
 //! with the order found, and whether that order is proven the least. Exits non-zero when a
 //! corpus model takes more than its budget, a generated graph more than the time limit plus a

@@ -149,8 +149,15 @@ pub fn corpus_root() -> Option<PathBuf> {
     let root = PathBuf::from(std::env::var_os("MEMPLAN_CORPUS")?);
     assert!(
         root.is_dir(),
-        "MEMPLAN_CORPUS={} is not a directory",
-        root.display()
+        "MEMPLAN_CORPUS={} is not a directory{}",
+        root.display(),
+        if root.is_relative() {
+            " (tests run in their own crate's folder, so a relative path is read from there: \
+             give an absolute one, e.g. MEMPLAN_CORPUS=$PWD/../shared/data from the workspace \
+             root)"
+        } else {
+            ""
+        }
     );
     Some(root)
 }
