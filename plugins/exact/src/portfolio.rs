@@ -34,8 +34,10 @@
 //!    62,000 buffers, random lifetimes of 100,000) found nothing below the greedy candidates
 //!    within 10 s.
 //!
-//!    The search stops the other thread when it returns; the other thread never stops the
-//!    search, so a plan finished before the deadline is the search's, deterministic.
+//!    The search returning stops the other thread. Where either reaches the lower bound, the
+//!    two race to it by work, not by the clock ([`Race`]): the one there with less work
+//!    wins, the other stops once its work has passed the winner's, so a plan finished before
+//!    the deadline is the same on every run.
 //!
 //! Running the members side by side rather than one after the other is what keeps the
 //! portfolio no worse than any of them alone with the same budget (on a 1,042-buffer trace,
@@ -45,8 +47,9 @@
 
 use std::time::{Duration, Instant};
 
+use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use memplan_planner_kit::{
@@ -216,15 +219,14 @@ impl Packer for PortfolioPacker {
                 .map(|(_, packing)| packing.offsets)
                 .collect();
             let climbing = buffers.len() >= CLIMB_FROM;
-            // Set when the search on this thread returns: it stops the other core's work.
-            let searched_done = AtomicBool::new(false);
+            let race = Race::new();
             let (searched, other) = std::thread::scope(|scope| {
                 // The other core climbs where climbing has measured gains, else it runs a
                 // second search with other techniques; either takes no time from this one.
                 let other = scope.spawn(|| {
-                    let flag = StopFlag(&searched_done);
-                    let context = flag.context();
-                    if climbing {
+                    let lane = Lane::new(&race, Side::Other, None);
+                    let context = lane.context();
+                    let other = if climbing {
                         let stop = || context.should_stop() || Instant::now() >= deadline;
                         let steps = (CLIMB_WORK / buffers.len()).min(CLIMB_MAX_STEPS);
                         climb(buffers, order, fit, bound, steps, &stop)
@@ -232,20 +234,27 @@ impl Packer for PortfolioPacker {
                     } else {
                         let searched = self.second.pack_from(buffers, room, &starts, &context);
                         Some(("exact search".to_string(), searched))
+                    };
+                    if let Some((_, Ok(packing))) = &other {
+                        lane.finished(packing.height <= bound);
                     }
+                    other
                 });
-                // The host's context is asked on this thread only (it is not shared). The
-                // other thread never stops this search: which of two threads gets somewhere
-                // first depends on the machine, and a plan finished before the deadline
-                // must not (planners are deterministic then).
-                let searched = self.exact.pack_from(buffers, room, &starts, context);
-                searched_done.store(true, Ordering::Relaxed);
+                // The host's context is asked on this thread only (it is not shared): the
+                // search's lane forwards to it.
+                let lane = Lane::new(&race, Side::Search, Some(context));
+                let searched = self
+                    .exact
+                    .pack_from(buffers, room, &starts, &lane.context());
+                lane.finished(matches!(&searched, Ok(packing) if packing.height <= bound));
                 let other = match other.join() {
                     Ok(other) => other,
                     Err(panic) => std::panic::resume_unwind(panic),
                 };
                 (searched, other)
             });
+            // Where both reached the bound, the one that got there with less work wins.
+            let other_first = race.first_at_bound() == Some(Side::Other);
             // The search fails with `Cancelled` only when the deadline came before its own
             // start: the greedy candidate stands.
             match searched {
@@ -260,7 +269,7 @@ impl Packer for PortfolioPacker {
             match other {
                 Some((_, Err(error))) if error.kind == PlanErrorKind::Cancelled => {}
                 Some((_, Err(error))) => return Err(error),
-                Some((name, Ok(other))) if other.height < packing.height => {
+                Some((name, Ok(other))) if other.height < packing.height || other_first => {
                     winner = name;
                     packing = other;
                 }
@@ -461,28 +470,130 @@ impl Candidate {
     }
 }
 
-/// A host context for the portfolio's second thread (the host's own context is asked only
-/// on the thread that owns it): it asks to stop once the flag is set, drops log lines and
-/// has no deadline of its own.
-struct StopFlag<'a>(&'a AtomicBool);
+/// The portfolio's two searching threads: the `exact` search on the host's thread, and the
+/// other core's climbing or second search.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    Search = 0,
+    Other = 1,
+}
 
-impl StopFlag<'_> {
+/// The race of the two threads to the lower bound, judged by work, not by the clock.
+///
+/// A thread's work is how many times it has asked whether to stop (its searches ask every
+/// so many nodes, the climbing at every packing): on every run the same for the same
+/// progress, where which thread gets somewhere first in time depends on the machine. A
+/// thread that reaches the bound publishes its work; the other stops as soon as its own work
+/// passes that (reaching the bound later in work cannot win), and the thread with less work
+/// wins, the search on a tie. So a plan at the bound is the same on every run, and comes
+/// once the winner and as much of the other's work are done, not at the deadline (MiniMalloc's
+/// D: the second search reaches its bound in about 0.3 s, and the portfolio used to wait for
+/// the search until the second was over). The search returning otherwise (proven above the
+/// bound, or stopped) stops the other thread, as before.
+struct Race {
+    /// The work at which each side reached the bound; `u64::MAX` while it has not.
+    at_bound: [AtomicU64; 2],
+    /// Set when the search returned without reaching the bound: the other thread stops.
+    search_done: AtomicBool,
+}
+
+impl Race {
+    fn new() -> Race {
+        Race {
+            at_bound: [AtomicU64::new(u64::MAX), AtomicU64::new(u64::MAX)],
+            search_done: AtomicBool::new(false),
+        }
+    }
+
+    /// The side that reached the bound with less work (the search on a tie), if any did.
+    fn first_at_bound(&self) -> Option<Side> {
+        let search = self.at_bound[Side::Search as usize].load(Ordering::Acquire);
+        let other = self.at_bound[Side::Other as usize].load(Ordering::Acquire);
+        match (search, other) {
+            (u64::MAX, u64::MAX) => None,
+            (search, other) if search <= other => Some(Side::Search),
+            _ => Some(Side::Other),
+        }
+    }
+}
+
+/// One thread's part in the [`Race`], and the host context its work runs with: it counts the
+/// work, asks to stop once the race is lost (or the search is done, or, on the search's
+/// thread, the host asks), and on the search's thread passes log lines and the deadline on
+/// to the host's context (which is asked on the thread that owns it only); the other
+/// thread's log lines are dropped and it has no deadline of its own.
+struct Lane<'a> {
+    race: &'a Race,
+    side: Side,
+    host: Option<&'a HostContext>,
+    work: Cell<u64>,
+}
+
+impl<'a> Lane<'a> {
+    fn new(race: &'a Race, side: Side, host: Option<&'a HostContext>) -> Lane<'a> {
+        Lane {
+            race,
+            side,
+            host,
+            work: Cell::new(0),
+        }
+    }
+
+    fn should_stop(&self) -> bool {
+        let work = self.work.get() + 1;
+        self.work.set(work);
+        let rival = match self.side {
+            Side::Search => Side::Other,
+            Side::Other => Side::Search,
+        };
+        let rival_at = self.race.at_bound[rival as usize].load(Ordering::Acquire);
+        // This side has not reached the bound within `work - 1`: the rival, there with
+        // less work (or as much, on a tie the search wins), has won.
+        let lost = rival_at < work || (rival_at == work && self.side == Side::Other);
+        lost || match self.host {
+            Some(host) => host.should_stop(),
+            None => self.race.search_done.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Publishes this side's work when it returned at the bound; the search returning
+    /// otherwise stops the other side.
+    fn finished(&self, at_bound: bool) {
+        if at_bound {
+            self.race.at_bound[self.side as usize].store(self.work.get(), Ordering::Release);
+        } else if self.side == Side::Search {
+            self.race.search_done.store(true, Ordering::Relaxed);
+        }
+    }
+
     fn context(&self) -> HostContext {
-        extern "C" fn log(_: *const c_void, _: LogLevel, _: RStr<'_>) {}
+        extern "C" fn log(state: *const c_void, level: LogLevel, message: RStr<'_>) {
+            // SAFETY: `state` is the `Lane` the context was made from (see below).
+            let lane = unsafe { &*state.cast::<Lane<'_>>() };
+            if let Some(host) = lane.host {
+                host.log(level, message.as_str());
+            }
+        }
         extern "C" fn should_stop(state: *const c_void) -> bool {
-            // SAFETY: `state` is the `AtomicBool` the context was made from, which outlives
-            // it (see below).
-            let flag = unsafe { &*state.cast::<AtomicBool>() };
-            flag.load(Ordering::Relaxed)
+            // SAFETY: as in `log`.
+            let lane = unsafe { &*state.cast::<Lane<'_>>() };
+            lane.should_stop()
         }
-        extern "C" fn remaining_ms(_: *const c_void) -> u64 {
-            u64::MAX
+        extern "C" fn remaining_ms(state: *const c_void) -> u64 {
+            // SAFETY: as in `log`.
+            let lane = unsafe { &*state.cast::<Lane<'_>>() };
+            lane.host
+                .and_then(HostContext::remaining)
+                .map_or(u64::MAX, |left| {
+                    u64::try_from(left.as_millis()).unwrap_or(u64::MAX - 1)
+                })
         }
-        // SAFETY: `should_stop` only reads the flag, and the context never outlives it: it is
-        // made and used within one call of `pack_within`, while the flag lives.
+        // SAFETY: the callbacks only read the lane (its work counter is a `Cell`, and the
+        // lane is used on the thread that made it), and the context never outlives the lane:
+        // both are made and used within one call of `pack_within`, on one thread.
         unsafe {
             HostContext::from_host_callbacks(
-                (self.0 as *const AtomicBool).cast::<c_void>(),
+                (self as *const Lane<'_>).cast::<c_void>(),
                 log,
                 should_stop,
                 remaining_ms,
@@ -876,6 +987,76 @@ mod tests {
             "{}",
             packing.note
         );
+    }
+
+    #[test]
+    fn a_lane_stops_once_the_rival_reached_the_bound_with_less_work() {
+        let race = Race::new();
+        let search = Lane::new(&race, Side::Search, None);
+        let other = Lane::new(&race, Side::Other, None);
+        assert_eq!(race.first_at_bound(), None);
+        for _ in 0..3 {
+            assert!(!other.should_stop());
+        }
+        other.finished(true);
+        assert_eq!(race.first_at_bound(), Some(Side::Other));
+        // The search may still get there with as much work as the other needed (it wins
+        // ties), not with more.
+        for _ in 0..3 {
+            assert!(!search.should_stop());
+        }
+        assert!(search.should_stop());
+        // Had the search reached the bound with work 3, it would have won the tie.
+        race.at_bound[Side::Search as usize].store(3, Ordering::Release);
+        assert_eq!(race.first_at_bound(), Some(Side::Search));
+    }
+
+    #[test]
+    fn the_other_side_loses_ties_and_stops_when_the_search_returns_above_the_bound() {
+        let race = Race::new();
+        let other = Lane::new(&race, Side::Other, None);
+        race.at_bound[Side::Search as usize].store(2, Ordering::Release);
+        assert!(!other.should_stop());
+        assert!(other.should_stop(), "work 2: a tie, which the search wins");
+        let race = Race::new();
+        let (search, other) = (
+            Lane::new(&race, Side::Search, None),
+            Lane::new(&race, Side::Other, None),
+        );
+        assert!(!other.should_stop());
+        search.finished(false);
+        assert!(other.should_stop());
+        assert_eq!(race.first_at_bound(), None);
+    }
+
+    #[test]
+    fn a_plan_at_the_bound_comes_before_the_deadline_and_the_same_on_every_run() {
+        // MiniMalloc's D: the second search reaches its bound (in about 0.3 s on the
+        // project's machine) where the first stays above it for seconds; the portfolio used
+        // to wait for the first until the deadline.
+        let (_, buffers) = member_instances()
+            .into_iter()
+            .find(|(name, _)| name == "D")
+            .expect("D is among the instances");
+        let bound = arena_lower_bound(&buffers);
+        let budget = Duration::from_secs(20);
+        let plans: Vec<Packing> = (0..2)
+            .map(|_| {
+                let started = Instant::now();
+                let packing = PortfolioPacker::new(budget)
+                    .pack(&buffers, &HostContext::detached())
+                    .unwrap();
+                assert!(
+                    started.elapsed() < budget / 2,
+                    "returned after {:?} of {budget:?}",
+                    started.elapsed()
+                );
+                assert_valid_packing(&buffers, &packing);
+                assert_eq!(packing.height, bound, "{}", packing.note);
+                packing
+            })
+            .collect();
+        assert_eq!(plans[0].offsets, plans[1].offsets);
     }
 
     #[test]
