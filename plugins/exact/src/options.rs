@@ -59,8 +59,9 @@ pub struct Techniques {
     /// (moving their aim as bisection does) instead of at the bound: where the bound is far
     /// below the optimum (MiniMalloc's J), restarts at the bound never succeed.
     pub raised_restarts: bool,
-    /// `merged_restarts`: one restart in three searches a merged instance (buffers glued
-    /// where their sizes say they were cut from one piece, [`crate::merge`]).
+    /// `merged_restarts`: one restart in three, and every raised restart, searches a merged
+    /// instance (buffers glued where their sizes say they were cut from one piece,
+    /// [`crate::merge`]).
     pub merged_restarts: bool,
     /// `band_splits`: where the component tiles every column up to the bound, it is cut
     /// into bands across its whole lifetime, each packed on its own ([`crate::bands`]).
