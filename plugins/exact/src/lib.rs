@@ -24,6 +24,9 @@
 //!    - one restart in three searches a *merged* instance instead: buffers glued into blocks
 //!      where their sizes say they were cut from one piece ([`merge`]), in seeded variants;
 //!      a packing of the blocks is one of the buffers, but a failure proves nothing;
+//!    - *raised* restarts, capped between the bound and the best height (moved as
+//!      bisection's caps are), each on the merged instance where something glues: on
+//!      MiniMalloc's J they are what gets within 1.5 % of the bound;
 //!    - where the component fills every column up to the bound exactly (a *tiling*, as an
 //!      arena cut into pieces), *band splits* ([`bands`]): the component cut into bands
 //!      across its whole lifetime, recursively, each packed on its own;

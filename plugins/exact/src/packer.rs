@@ -125,8 +125,8 @@ impl ExactPacker {
             .collect();
         // Heights count units: a packing at most `room / unit` units high fits. With a
         // budget, the search first aims at it (a decision problem, where pruning is
-        // strongest: MiniMalloc instance J fits in 0.03 s this way, while minimising from
-        // the greedy height takes more than 10 s to get below the budget); the goal
+        // strongest: MiniMalloc instance J fits its 1,048,576 bytes in 0.03 s this way,
+        // where minimising from the greedy height takes about 0.4 s to get below); the goal
         // "smallest" then minimises from there.
         let fits_in = room.map(|room| room / problem.unit);
         let mut outcome = search_unless_late(
