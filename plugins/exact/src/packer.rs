@@ -85,10 +85,10 @@ impl ExactPacker {
     ) -> Result<Packing, PlanError> {
         let started = Instant::now();
         let fit_within = room.filter(|_| self.goal == Goal::Fit);
-        let deadline = match context.remaining() {
-            Some(remaining) => self.deadline.min(started + remaining),
-            None => self.deadline,
-        };
+        let host_deadline = context.remaining().map(|remaining| started + remaining);
+        let deadline = host_deadline.map_or(self.deadline, |host| self.deadline.min(host));
+        // The host's own time limit (`--timeout`) came first: the host gives the advice.
+        let host_limit_binds = host_deadline.is_some_and(|host| host <= self.deadline);
         let problem = Problem::new(buffers);
         // Setting up the searches (sorting and grouping the items, per search) costs a few
         // times what the problem's setup just took, measured here on this machine under its
@@ -155,12 +155,18 @@ impl ExactPacker {
             let component = &problem.components[index];
             stacked > component.lower_bound && component.height(&offsets[index]) >= stacked
         }) {
+            let (limit, advice) = match host_limit_binds {
+                true => ("by memplan's time limit", ""),
+                false => (
+                    "at its time limit",
+                    "; allow more time (option time_limit_s)",
+                ),
+            };
             return Err(PlanError::new(
                 PlanErrorKind::Cancelled,
                 format!(
-                    "exact: stopped at the time limit ({:.2} s) before a first packing of {} \
-                     buffers living together was complete; allow more time (option \
-                     time_limit_s or --timeout)",
+                    "exact: stopped {limit} after {:.2} s, before a first packing of {} \
+                     buffers living together was complete{advice}",
                     started.elapsed().as_secs_f64(),
                     problem.components[index].items.len()
                 ),
@@ -295,6 +301,9 @@ mod tests {
         random_lifetime_trace, read_minimalloc, rectangle_cut, tflm_greedy_medium,
     };
     use memplan_planner_kit::FixedOffset;
+    use memplan_plugin_api::abi_stable::std_types::RStr;
+    use memplan_plugin_api::LogLevel;
+    use std::ffi::c_void;
 
     fn pack(buffers: &[Buffer], seconds: f64) -> Packing {
         let packing = ExactPacker::new(Duration::from_secs_f64(seconds))
@@ -454,6 +463,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_stop_without_a_plan_advises_the_option_only_where_that_limit_ended_it() {
+        // 20,000 random lifetimes: with no time left no greedy start is complete, and a
+        // stack of them is far from optimal.
+        let buffers = random_lifetime_trace(20_000, 1);
+        let stopped = |packed: Result<Packing, PlanError>| match packed {
+            Ok(packing) => panic!("a packing without time for one: {}", packing.note),
+            Err(error) => error,
+        };
+        let own =
+            stopped(ExactPacker::new(Duration::ZERO).pack(&buffers, &HostContext::detached()));
+        assert_eq!(own.kind, PlanErrorKind::Cancelled);
+        assert!(
+            own.message.contains("at its time limit") && own.message.contains("time_limit_s"),
+            "{}",
+            own.message
+        );
+        // The host's deadline (`--timeout`) is the nearer: the host adds its own advice.
+        extern "C" fn log(_: *const c_void, _: LogLevel, _: RStr<'_>) {}
+        extern "C" fn should_stop(_: *const c_void) -> bool {
+            false
+        }
+        extern "C" fn no_time_left(_: *const c_void) -> u64 {
+            0
+        }
+        // SAFETY: the callbacks read no state.
+        let host = unsafe {
+            HostContext::from_host_callbacks(std::ptr::null(), log, should_stop, no_time_left)
+        };
+        let by_host = stopped(ExactPacker::new(Duration::from_secs(60)).pack(&buffers, &host));
+        assert_eq!(by_host.kind, PlanErrorKind::Cancelled);
+        assert!(
+            by_host.message.contains("by memplan's time limit")
+                && !by_host.message.contains("allow more time"),
+            "{}",
+            by_host.message
+        );
     }
 
     #[test]
