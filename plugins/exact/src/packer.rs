@@ -298,12 +298,9 @@ mod tests {
     use super::*;
     use memplan_planner_kit::testing::{
         assert_valid_packing, buffer, compiler_trace, corpus_dir, even_compiler_trace,
-        random_lifetime_trace, read_minimalloc, rectangle_cut, tflm_greedy_medium,
+        random_lifetime_trace, read_minimalloc, rectangle_cut, tflm_greedy_medium, with_deadline,
     };
     use memplan_planner_kit::FixedOffset;
-    use memplan_plugin_api::abi_stable::std_types::RStr;
-    use memplan_plugin_api::LogLevel;
-    use std::ffi::c_void;
 
     fn pack(buffers: &[Buffer], seconds: f64) -> Packing {
         let packing = ExactPacker::new(Duration::from_secs_f64(seconds))
@@ -482,18 +479,10 @@ mod tests {
             "{}",
             own.message
         );
-        // The host's deadline (`--timeout`) is the nearer: the host adds its own advice.
-        extern "C" fn log(_: *const c_void, _: LogLevel, _: RStr<'_>) {}
-        extern "C" fn should_stop(_: *const c_void) -> bool {
-            false
-        }
-        extern "C" fn no_time_left(_: *const c_void) -> u64 {
-            0
-        }
-        // SAFETY: the callbacks read no state.
-        let host = unsafe {
-            HostContext::from_host_callbacks(std::ptr::null(), log, should_stop, no_time_left)
-        };
+        // The host's deadline (`--timeout`, already passed) is the nearer: the host adds its
+        // own advice.
+        let now = Instant::now();
+        let host = with_deadline(&now);
         let by_host = stopped(ExactPacker::new(Duration::from_secs(60)).pack(&buffers, &host));
         assert_eq!(by_host.kind, PlanErrorKind::Cancelled);
         assert!(
