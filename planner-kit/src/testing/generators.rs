@@ -6,7 +6,7 @@
 //! |-----------------------------------|---------------------------------------------------------|
 //! | `band:N`                          | buffer i lives steps [i mod 1000, i mod 1000 + 6), 16 B |
 //! | `all-live:N[:SEED]`               | every buffer live at every step, random sizes           |
-//! | `random:N[:SEED]`                 | random starts and durations over 1,000 steps            |
+//! | `random:N[:SEED[:STEPS]]`         | random starts and durations over 1,000 steps (or STEPS) |
 //! | `model:N[:SEED]`                  | a model graph's trace ([`model_like_trace`])            |
 //! | `compiler:N[:SEED]`               | an ML compiler's training-step trace ([`compiler_trace`]) |
 //! | `even-compiler:N[:SEED]`          | the same without huge buffers ([`even_compiler_trace`]) |
@@ -25,9 +25,12 @@ pub const DEFAULT_SEED: u64 = 1;
 pub const CUT_WIDTH: u64 = 1 << 20;
 /// Steps of the `cut:` rectangles when the spec names none.
 pub const CUT_STEPS: u32 = 1000;
+/// Steps of the `random:` traces when the spec names none.
+pub const RANDOM_STEPS: u32 = 1000;
 
 /// The generator specs [`generated_instance`] reads, for messages.
-pub const GENERATED_SPECS: &str = "band:N, all-live:N[:SEED], random:N[:SEED], model:N[:SEED], \
+pub const GENERATED_SPECS: &str =
+    "band:N, all-live:N[:SEED], random:N[:SEED[:STEPS]], model:N[:SEED], \
      compiler:N[:SEED], even-compiler:N[:SEED] or cut:PIECES[:SEED[:STEPS]]";
 
 /// The buffers a generator spec names (see the module documentation), `None` when `spec` is
@@ -60,7 +63,13 @@ pub fn generated_instance(spec: &str) -> Option<Result<Vec<Buffer>, String>> {
     let generated = match (kind, numbers.len()) {
         ("band", 1) => band_trace(count),
         ("all-live", 1 | 2) => all_live_trace(count, seed),
-        ("random", 1 | 2) => random_lifetime_trace(count, seed),
+        ("random", 1..=3) => {
+            let steps = numbers.get(2).map_or(RANDOM_STEPS, |&steps| steps as u32);
+            if steps == 0 {
+                return usage();
+            }
+            random_lifetime_trace_over(count, seed, steps)
+        }
         ("model", 1 | 2) => model_like_trace(count, seed),
         ("compiler", 1 | 2) => compiler_trace(count, seed),
         ("even-compiler", 1 | 2) => even_compiler_trace(count, seed),
@@ -112,12 +121,20 @@ pub fn all_live_trace(count: usize, seed: u64) -> Vec<Buffer> {
 /// steps (cut at the last step) and sizes uniform in 1..=1000 bytes: many small pieces, so
 /// that the lower bound is reachable, and a packing's slack shows.
 pub fn random_lifetime_trace(count: usize, seed: u64) -> Vec<Buffer> {
-    const STEPS: u64 = 1000;
+    random_lifetime_trace_over(count, seed, RANDOM_STEPS)
+}
+
+/// [`random_lifetime_trace`] over `steps` steps (at least 1): about `50 * count / steps`
+/// buffers live at each step. Over as many steps as buffers, about 50 are live at a time and
+/// the live bytes come near their peak at a few steps only, as on an allocator's trace of a
+/// long run.
+pub fn random_lifetime_trace_over(count: usize, seed: u64, steps: u32) -> Vec<Buffer> {
+    let steps = u64::from(steps.max(1));
     let mut random = XorShift64Star::new(seed);
     (0..count)
         .map(|_| {
-            let first = random.below(STEPS);
-            let last = (first + random.below(100)).min(STEPS - 1);
+            let first = random.below(steps);
+            let last = (first + random.below(100)).min(steps - 1);
             buffer_of(1 + random.below(1000), first as u32, last as u32)
         })
         .collect()

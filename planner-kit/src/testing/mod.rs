@@ -26,7 +26,7 @@ mod generators;
 mod instances;
 pub use generators::{
     all_live_trace, band_trace, compiler_trace, even_compiler_trace, generated_instance,
-    random_lifetime_trace, CUT_STEPS, CUT_WIDTH, GENERATED_SPECS,
+    random_lifetime_trace, random_lifetime_trace_over, CUT_STEPS, CUT_WIDTH, GENERATED_SPECS,
 };
 pub use instances::{
     corpus_dir, corpus_root, csv_files, minimalloc_csv, model_like_trace, read_minimalloc,

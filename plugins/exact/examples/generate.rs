@@ -5,7 +5,7 @@
 //! cargo run --release -p memplan-planner-exact --example generate -- SPEC > FILE.csv
 //! ```
 //!
-//! SPEC is one of `band:N`, `all-live:N[:SEED]`, `random:N[:SEED]`, `model:N[:SEED]`,
+//! SPEC is one of `band:N`, `all-live:N[:SEED]`, `random:N[:SEED[:STEPS]]`, `model:N[:SEED]`,
 //! `compiler:N[:SEED]`, `even-compiler:N[:SEED]` or `cut:PIECES[:SEED[:STEPS]]` (see
 //! `testing::generated_instance`).
 
