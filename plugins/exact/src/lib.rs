@@ -57,13 +57,16 @@
 //! One role per file: [`options`] (what the user may set), [`packer`] (one arena: steps 1,
 //! 2 and 4), [`schedule`] (step 3: which search runs when), [`search`] (one branch-and-bound
 //! search), [`bands`] and [`merge`] (the two instance transformations), [`greedy`] (the
-//! starting packings), [`problem`] (units, columns, components), and [`portfolio`], the
-//! planner that tries greedy packings first and this search after.
+//! starting packings), [`problem`] (units, columns, components), [`critical`] (the search of
+//! the buffers live where the live bytes come near the bound, the others packed greedily
+//! around them), and [`portfolio`], the planner that tries greedy packings first and these
+//! searches after.
 
 use memplan_planner_kit::plan_with_packer;
 use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanRequest, Planner};
 
 pub mod bands;
+pub mod critical;
 pub mod greedy;
 pub mod merge;
 pub mod options;

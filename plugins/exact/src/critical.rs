@@ -1,0 +1,322 @@
+//! Critical steps: an arena packed at its lower bound by searching only the buffers live
+//! where its live bytes come near the bound, and packing the others greedily around them.
+//!
+//! # Algorithm
+//!
+//! A packing is higher than the bound only at steps where the live bytes and the gaps
+//! between them add up to more than the bound, and the gaps a greedy packing leaves are a
+//! few percent of it: at steps whose live bytes are well below the bound every packing has
+//! room to spare. Where few buffers are live at a time (traces with long timelines, tens of
+//! buffers live at each step), the steps near the bound are few and far apart, and the
+//! buffers live at them few, so the exact search packs those at the bound in milliseconds,
+//! where it cannot search a whole arena of 100,000 buffers.
+//!
+//! 1. The *critical* steps: those whose live bytes are within [`FIRST_MARGIN`] of the bound.
+//!    The critical buffers are the ones live at any critical step.
+//! 2. The exact search ([`ExactPacker`], goal "fit") packs the critical buffers within the
+//!    bound. If it cannot (before the deadline), this stops.
+//! 3. Every other buffer is packed by the kit's greedy packer (best fit by area), the
+//!    critical ones held at the offsets the search gave them.
+//! 4. Where that packing is still above the bound, the steps where it is, and
+//!    [`GROW_STEPS`] start steps either side of each, become critical too, and again from 1.
+//!
+//! It stops at the bound, when the critical buffers would be more than half of all (the
+//! search would then be searching the arena itself, which the portfolio does anyway), after
+//! [`MOST_ROUNDS`] rounds, or at the deadline; it returns the lowest packing it made. Each
+//! round costs a search of the critical buffers and one greedy packing (O(n log n)); the
+//! steps are the distinct start steps (the live bytes change only there).
+//!
+//! Where many buffers are live at every step (random lifetimes over a few thousand steps),
+//! the first greedy packing is above the bound at most steps, the second round takes
+//! nearly every buffer, and it stops there: those arenas it does not help.
+
+use std::collections::BinaryHeap;
+use std::time::Instant;
+
+use memplan_planner_kit::{pack_greedy_until, Buffer, Fit, FixedOffset, Order, Packing};
+use memplan_plugin_api::HostContext;
+
+use crate::options::Goal;
+use crate::packer::ExactPacker;
+
+/// Steps whose live bytes are at least the bound less this share of it (1/20: 5 %) are
+/// critical from the start. Measured on random lifetimes over 10,000-1,000,000 steps with
+/// about 50 buffers live per step: the greedy rest is then above the bound at a few hundred
+/// steps, which the second round takes in.
+const FIRST_MARGIN: u64 = 10;
+/// Start steps either side of a step where the greedy rest was above the bound that become
+/// critical with it.
+const GROW_STEPS: usize = 20;
+/// Rounds at most: each adds at least one critical step, and a packing that needs more is
+/// not converging.
+const MOST_ROUNDS: usize = 32;
+
+/// What the critical-step search made: its lowest packing, and how.
+pub struct CriticalPacking {
+    pub packing: Packing,
+    /// Rounds run (searches of the critical buffers).
+    pub rounds: usize,
+    /// Critical buffers in the round that made `packing`.
+    pub critical: usize,
+}
+
+/// The critical steps of an arena: its live bytes per start step, and which steps are
+/// critical from the start. O(n log n) to make.
+pub struct CriticalSteps {
+    steps: StartSteps,
+    bound: u64,
+    live: Vec<u64>,
+    /// The buffers live at the first critical steps.
+    first: Vec<usize>,
+}
+
+impl CriticalSteps {
+    /// The critical steps of `buffers`, whose lower bound is `bound`.
+    pub fn new(buffers: &[Buffer], bound: u64) -> CriticalSteps {
+        let steps = StartSteps::new(buffers);
+        let live = steps.live_bytes(buffers);
+        let floor = bound - bound / FIRST_MARGIN;
+        let first =
+            steps.buffers_live_at(&live.iter().map(|&bytes| bytes >= floor).collect::<Vec<_>>());
+        CriticalSteps {
+            steps,
+            bound,
+            live,
+            first,
+        }
+    }
+
+    /// How many buffers the first round searches.
+    pub fn first_critical(&self) -> usize {
+        self.first.len()
+    }
+
+    /// Packs `buffers` (those it was made from) at the bound as the module documentation
+    /// says, until `deadline` or the host asks to stop: the lowest packing made, `None` when
+    /// no round completed one.
+    pub fn pack(
+        &self,
+        buffers: &[Buffer],
+        deadline: Instant,
+        context: &HostContext,
+    ) -> Option<CriticalPacking> {
+        let bound = self.bound;
+        let floor = bound - bound / FIRST_MARGIN;
+        let mut critical_steps: Vec<bool> = self.live.iter().map(|&bytes| bytes >= floor).collect();
+        let mut critical = self.first.clone();
+        let stop = || context.should_stop() || Instant::now() >= deadline;
+        let mut best: Option<CriticalPacking> = None;
+        for round in 1..=MOST_ROUNDS {
+            if round > 1 {
+                critical = self.steps.buffers_live_at(&critical_steps);
+            }
+            if critical.is_empty() || critical.len() * 2 > buffers.len() || stop() {
+                break;
+            }
+            let chosen: Vec<Buffer> = critical.iter().map(|&index| buffers[index]).collect();
+            let search = ExactPacker::new(deadline.saturating_duration_since(Instant::now()))
+                .with_goal(Goal::Fit);
+            let Ok(searched) = search.pack_from(&chosen, Some(bound), &[], context) else {
+                break;
+            };
+            if searched.height > bound {
+                break;
+            }
+            let mut held = buffers.to_vec();
+            for (&index, &offset) in critical.iter().zip(&searched.offsets) {
+                held[index].fixed_offset = FixedOffset::at(offset);
+            }
+            let Ok(packing) = pack_greedy_until(&held, Order::Area, Fit::Best, &stop) else {
+                break;
+            };
+            let height = packing.height;
+            let too_high = self.steps.steps_above(buffers, &packing.offsets, bound);
+            if best
+                .as_ref()
+                .is_none_or(|best| height < best.packing.height)
+            {
+                best = Some(CriticalPacking {
+                    packing,
+                    rounds: round,
+                    critical: critical.len(),
+                });
+            }
+            if height <= bound {
+                break;
+            }
+            let last = self.live.len() - 1;
+            for step in too_high {
+                let around = step.saturating_sub(GROW_STEPS)..=(step + GROW_STEPS).min(last);
+                critical_steps[around].fill(true);
+            }
+        }
+        best
+    }
+}
+
+/// The distinct start steps, ascending, and each buffer's span over them: the live bytes
+/// change only at a start step (rising) or after a buffer's last step (falling, and then
+/// rising again only at the next start), so the live bytes at start steps are all there is
+/// to know about them.
+struct StartSteps {
+    /// Per buffer, the first and last start step (index) of its lifetime.
+    spans: Vec<(usize, usize)>,
+    count: usize,
+}
+
+impl StartSteps {
+    fn new(buffers: &[Buffer]) -> StartSteps {
+        let mut starts: Vec<u32> = buffers.iter().map(|buffer| buffer.lifetime.first).collect();
+        starts.sort_unstable();
+        starts.dedup();
+        let spans = buffers
+            .iter()
+            .map(|buffer| {
+                let first = starts.partition_point(|&step| step < buffer.lifetime.first);
+                let last = starts.partition_point(|&step| step <= buffer.lifetime.last) - 1;
+                (first, last)
+            })
+            .collect();
+        StartSteps {
+            spans,
+            count: starts.len(),
+        }
+    }
+
+    /// The live bytes at each start step.
+    fn live_bytes(&self, buffers: &[Buffer]) -> Vec<u64> {
+        let mut change = vec![0i128; self.count + 1];
+        for (buffer, &(first, last)) in buffers.iter().zip(&self.spans) {
+            change[first] += i128::from(buffer.size);
+            change[last + 1] -= i128::from(buffer.size);
+        }
+        let mut live = 0i128;
+        change[..self.count]
+            .iter()
+            .map(|&delta| {
+                live += delta;
+                live as u64
+            })
+            .collect()
+    }
+
+    /// The buffers live at any start step marked in `marked`, ascending.
+    fn buffers_live_at(&self, marked: &[bool]) -> Vec<usize> {
+        // marked_before[s]: marked steps before s.
+        let mut marked_before = Vec::with_capacity(self.count + 1);
+        marked_before.push(0u32);
+        for &mark in marked {
+            marked_before.push(marked_before[marked_before.len() - 1] + u32::from(mark));
+        }
+        (0..self.spans.len())
+            .filter(|&index| {
+                let (first, last) = self.spans[index];
+                marked_before[last + 1] > marked_before[first]
+            })
+            .collect()
+    }
+
+    /// The start steps where some buffer ends above `bound` in the packing `offsets`.
+    fn steps_above(&self, buffers: &[Buffer], offsets: &[u64], bound: u64) -> Vec<usize> {
+        let mut by_first: Vec<usize> = (0..buffers.len())
+            .filter(|&index| offsets[index] + buffers[index].size > bound)
+            .collect();
+        by_first.sort_unstable_by_key(|&index| self.spans[index].0);
+        // Live buffers above the bound, by their last step: a step is above the bound while
+        // one is live.
+        let mut live: BinaryHeap<usize> = BinaryHeap::new();
+        let mut next = 0;
+        let mut above = Vec::new();
+        for step in 0..self.count {
+            while next < by_first.len() && self.spans[by_first[next]].0 == step {
+                live.push(self.spans[by_first[next]].1);
+                next += 1;
+            }
+            if live.peek().is_some_and(|&last| last >= step) {
+                above.push(step);
+            } else {
+                live.clear();
+            }
+        }
+        above
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memplan_planner_kit::testing::{
+        assert_valid_packing, buffer, random_lifetime_trace, random_lifetime_trace_over,
+    };
+    use memplan_planner_kit::{arena_lower_bound, pack_greedy};
+    use memplan_plugin_api::HostContext;
+    use std::time::Duration;
+
+    fn in_seconds(seconds: u64) -> Instant {
+        Instant::now() + Duration::from_secs(seconds)
+    }
+
+    #[test]
+    fn start_steps_give_live_bytes_buffers_and_steps_above_a_height() {
+        // Start steps 0, 2, 5; the last buffer ends between two of them.
+        let buffers = [
+            buffer(10, 0, 1),
+            buffer(20, 2, 6),
+            buffer(5, 0, 9),
+            buffer(7, 5, 5),
+            buffer(3, 2, 3),
+        ];
+        let steps = StartSteps::new(&buffers);
+        assert_eq!(steps.count, 3);
+        assert_eq!(steps.spans, [(0, 0), (1, 2), (0, 2), (2, 2), (1, 1)]);
+        assert_eq!(steps.live_bytes(&buffers), [15, 28, 32]);
+        assert_eq!(steps.buffers_live_at(&[false, true, false]), [1, 2, 4]);
+        assert_eq!(steps.buffers_live_at(&[true, false, false]), [0, 2]);
+        // Offsets: only the 3 bytes at 40 (steps 2-3) and the 7 at 50 (step 5) end above 35.
+        let offsets = [0, 0, 20, 50, 40];
+        assert_eq!(steps.steps_above(&buffers, &offsets, 35), [1, 2]);
+        assert_eq!(
+            steps.steps_above(&buffers, &offsets, 57),
+            Vec::<usize>::new()
+        );
+    }
+
+    #[test]
+    fn a_random_trace_over_many_steps_is_packed_at_its_bound() {
+        // About 50 buffers live per step: the live bytes come near their peak at few steps.
+        let buffers = random_lifetime_trace_over(20_000, 3, 20_000);
+        let bound = arena_lower_bound(&buffers);
+        let greedy = pack_greedy(&buffers, Order::Area, Fit::Best);
+        assert!(greedy.height > bound, "greedy alone reaches the bound");
+        let steps = CriticalSteps::new(&buffers, bound);
+        assert!(steps.first_critical() * 20 < buffers.len());
+        let context = HostContext::detached();
+        let critical = steps
+            .pack(&buffers, in_seconds(20), &context)
+            .expect("a round completes");
+        assert_eq!(critical.packing.height, bound);
+        assert_valid_packing(&buffers, &critical.packing);
+        assert!(critical.critical < buffers.len() / 2);
+    }
+
+    #[test]
+    fn traces_near_their_peak_at_most_steps_are_left_to_other_methods() {
+        // Random lifetimes over 1,000 steps: 500 buffers live per step, the live bytes within
+        // 10 % of their peak at most steps.
+        let buffers = random_lifetime_trace(10_000, 1);
+        let bound = arena_lower_bound(&buffers);
+        let steps = CriticalSteps::new(&buffers, bound);
+        assert!(steps.first_critical() * 2 > buffers.len());
+        let context = HostContext::detached();
+        assert!(steps.pack(&buffers, in_seconds(20), &context).is_none());
+    }
+
+    #[test]
+    fn nothing_is_packed_after_the_deadline() {
+        let buffers = random_lifetime_trace_over(2_000, 1, 2_000);
+        let bound = arena_lower_bound(&buffers);
+        let steps = CriticalSteps::new(&buffers, bound);
+        let context = HostContext::detached();
+        assert!(steps.pack(&buffers, Instant::now(), &context).is_none());
+    }
+}
