@@ -23,8 +23,9 @@
 //!    them, and where that is still above the bound those steps join, round after round.
 //!    Where its first round takes at most one buffer in [`CRITICAL_FIRST_SHARE`] (the live
 //!    bytes come near the bound at few steps: random lifetimes over as many steps as
-//!    buffers, model-like traces) it goes *before* step 2, with half the time, and a plan
-//!    at the bound ends there (from [`SIZE_BEFORE_SWEEPS_FROM`] buffers only with at least
+//!    buffers, model-like traces) it goes *before* step 2, with half the time left before
+//!    the sooner of the deadline and the host's `--timeout`, and a plan at the bound ends
+//!    there (from [`SIZE_BEFORE_SWEEPS_FROM`] buffers only with at least
 //!    [`CRITICAL_FIRST_LARGE_TIME`] left, a round there costing about a second); elsewhere
 //!    after step 2 while the best is above the bound, with half the time left where the
 //!    search follows, all of it where none does. Its packing is one more start for the
@@ -216,10 +217,13 @@ impl Packer for PortfolioPacker {
     ) -> Result<Packing, PlanError> {
         let bound = arena_lower_bound(buffers);
         let deadline = self.exact.deadline();
-        let half_the_time_left = || {
-            let now = Instant::now();
-            now + deadline.saturating_duration_since(now) / 2
+        // The critical-step search shares what is left of the sooner of this deadline and
+        // the host's (`--timeout`), so that the candidates after it keep their share.
+        let time_left_here = || {
+            let left = deadline.saturating_duration_since(Instant::now());
+            context.remaining().map_or(left, |host| host.min(left))
         };
+        let half_the_time_left = || Instant::now() + time_left_here() / 2;
         // The critical-step search goes first where the live bytes come near the bound at
         // few steps (a plan at the bound then needs no candidate), else after the candidates.
         // A round costs a greedy packing of the arena, about 1.5 s at 1,000,000 buffers:
@@ -228,8 +232,7 @@ impl Packer for PortfolioPacker {
         let critical_applies = buffers.len() >= CRITICAL_FROM;
         let first_steps = (critical_applies
             && (buffers.len() < SIZE_BEFORE_SWEEPS_FROM
-                || deadline.saturating_duration_since(Instant::now())
-                    >= CRITICAL_FIRST_LARGE_TIME))
+                || time_left_here() >= CRITICAL_FIRST_LARGE_TIME))
             .then(|| CriticalSteps::new(buffers, bound));
         let sparse = first_steps
             .as_ref()
@@ -777,7 +780,7 @@ mod tests {
     use memplan_planner_kit::pack_greedy;
     use memplan_planner_kit::testing::{
         assert_valid_packing, buffer, generated_instance, read_minimalloc, rectangle_cut,
-        tflm_greedy_medium,
+        tflm_greedy_medium, with_deadline,
     };
 
     fn packer(seconds: f64) -> PortfolioPacker {
@@ -1099,6 +1102,24 @@ mod tests {
         assert!(packing
             .note
             .ends_with("won, proven optimal (equal to the lower bound 40713)"));
+    }
+
+    #[test]
+    fn the_critical_step_search_leaves_the_candidates_their_share_of_the_host_limit() {
+        // 300,000 buffers, about 50 live per step: the critical-step search would go first
+        // with the planner's 20 s, but the host (`--timeout`) allows 2 s, too little for its
+        // rounds at this size; taken by the planner's time alone it held the time until the
+        // host's stop and left no candidate complete (`Cancelled`).
+        let buffers = generated_instance("random:300000:1:300000")
+            .unwrap()
+            .unwrap();
+        let host_deadline = Instant::now() + Duration::from_secs(2);
+        let context = with_deadline(&host_deadline);
+        let packing = packer(20.0)
+            .pack(&buffers, &context)
+            .expect("the first candidate completes");
+        assert_eq!(packing.offsets.len(), buffers.len());
+        assert!(packing.height >= arena_lower_bound(&buffers));
     }
 
     #[test]
