@@ -108,9 +108,8 @@ pub const CRITICAL_FROM: usize = 1000;
 pub const CRITICAL_FIRST_SHARE: usize = 20;
 /// From [`SIZE_BEFORE_SWEEPS_FROM`] buffers on, the critical-step search goes first only
 /// with at least this much time left: its rounds take about 1.5 s each at 1,000,000
-/// buffers, and in the default 1 s it would leave the candidates too little (a 1,000,000-
-/// buffer random trace over as many steps, which a sweep packs at the bound in 1 s, ended
-/// 2.5 % above it).
+/// buffers, more than the default 1 s, whose half it would take from the candidates (and
+/// finding its steps alone, 0.1-0.2 s there, is time the candidates need in 1 s).
 pub const CRITICAL_FIRST_LARGE_TIME: Duration = Duration::from_secs(5);
 
 /// A greedy candidate: its order, its fit and the name the note gives it.
@@ -742,10 +741,14 @@ pub fn climb(
 
 /// The critical-step search's name in a note.
 fn critical_name(critical: &CriticalPacking) -> String {
+    let rounds = match critical.rounds {
+        1 => "1 round".to_string(),
+        rounds => format!("{rounds} rounds"),
+    };
     format!(
         "critical-step search (the exact search on the {} buffers live where the live bytes \
-         come near the bound, the others packed greedily around them; {} rounds)",
-        critical.critical, critical.rounds
+         come near the bound, the others packed greedily around them; {rounds})",
+        critical.critical
     )
 }
 
