@@ -34,7 +34,7 @@ pub mod testing;
 pub use bump::{pack_bump_until, BumpPacker, BUMP_POLL_BUFFERS};
 pub use greedy::{
     greedy_ranks, pack_greedy, pack_greedy_between, pack_greedy_ranked, pack_greedy_until, Fit,
-    GapChoice, Order, Stopped,
+    GapChoice, Order, Stopped, Timeline,
 };
 pub use grouped::Grouped;
 pub use options::PlannerOptions;

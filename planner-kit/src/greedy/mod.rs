@@ -130,13 +130,13 @@ mod tests;
 mod timeline;
 
 pub use sweep::GapChoice;
+pub use timeline::Timeline;
 
 use dense::*;
 use fit::*;
 use heap::*;
 use item::*;
 use radix::*;
-use timeline::*;
 
 /// Buffers covering at most this many points are short (see the module documentation): in
 /// a model, a tensor read by the next op. Short buffers are copied into the list of every

@@ -1,5 +1,6 @@
 use std::cmp::Reverse;
 
+use super::timeline::StabbingTree;
 use super::*;
 use crate::testing::{assert_valid_packing, buffer, tflm_greedy_medium};
 use crate::FixedOffset;

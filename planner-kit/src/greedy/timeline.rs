@@ -8,8 +8,9 @@ use crate::Buffer;
 use memplan_plugin_api::Lifetime;
 
 /// Lifetimes mapped onto the sorted distinct start steps, so that the time index has one
-/// list per start step rather than one per op step.
-pub(super) struct Timeline {
+/// list per start step rather than one per op step. Public for planners that reason about
+/// the live bytes per start step (they change nowhere else): `exact`'s critical steps.
+pub struct Timeline {
     /// Distinct start steps, ascending.
     pub(super) points: Vec<u32>,
     /// When steps are dense: per step from `points[0]`, the last point at or before it (one
@@ -22,7 +23,7 @@ pub(super) struct Timeline {
 }
 
 impl Timeline {
-    pub(super) fn new(buffers: &[Buffer]) -> Timeline {
+    pub fn new(buffers: &[Buffer]) -> Timeline {
         // Consecutive buffers often start together (a model lists an op's outputs in a row):
         // dropping repeats while collecting keeps the list, and the sort, shorter.
         let mut points: Vec<u32> = Vec::new();
@@ -71,10 +72,15 @@ impl Timeline {
         }
     }
 
+    /// The distinct start steps (the points), ascending.
+    pub fn points(&self) -> &[u32] {
+        &self.points
+    }
+
     /// The range of points `lifetime` covers (inclusive; never empty, since a buffer's own
     /// start is a point). `lifetime` must be one of the buffers the timeline was made from.
     #[inline]
-    pub(super) fn span(&self, lifetime: Lifetime) -> (u32, u32) {
+    pub fn span(&self, lifetime: Lifetime) -> (u32, u32) {
         let last = lifetime.last.max(lifetime.first);
         match &self.last_point_at {
             Some(table) => {

@@ -33,7 +33,7 @@
 use std::collections::BinaryHeap;
 use std::time::Instant;
 
-use memplan_planner_kit::{pack_greedy_until, Buffer, Fit, FixedOffset, Order, Packing};
+use memplan_planner_kit::{pack_greedy_until, Buffer, Fit, FixedOffset, Order, Packing, Timeline};
 use memplan_plugin_api::HostContext;
 
 use crate::options::Goal;
@@ -165,21 +165,19 @@ struct StartSteps {
 }
 
 impl StartSteps {
+    /// The spans the kit's [`Timeline`] (the greedy packer's time index) gives.
     fn new(buffers: &[Buffer]) -> StartSteps {
-        let mut starts: Vec<u32> = buffers.iter().map(|buffer| buffer.lifetime.first).collect();
-        starts.sort_unstable();
-        starts.dedup();
+        let timeline = Timeline::new(buffers);
         let spans = buffers
             .iter()
             .map(|buffer| {
-                let first = starts.partition_point(|&step| step < buffer.lifetime.first);
-                let last = starts.partition_point(|&step| step <= buffer.lifetime.last) - 1;
-                (first, last)
+                let (first, last) = timeline.span(buffer.lifetime);
+                (first as usize, last as usize)
             })
             .collect();
         StartSteps {
             spans,
-            count: starts.len(),
+            count: timeline.points().len(),
         }
     }
 
