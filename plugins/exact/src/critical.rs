@@ -65,8 +65,10 @@ pub struct CriticalPacking {
 pub struct CriticalSteps {
     steps: StartSteps,
     bound: u64,
-    live: Vec<u64>,
-    /// The buffers live at the first critical steps.
+    /// Per start step, whether it is critical from the start (its live bytes within
+    /// [`FIRST_MARGIN`] of the bound).
+    first_steps: Vec<bool>,
+    /// The buffers live at those steps.
     first: Vec<usize>,
 }
 
@@ -74,14 +76,17 @@ impl CriticalSteps {
     /// The critical steps of `buffers`, whose lower bound is `bound`.
     pub fn new(buffers: &[Buffer], bound: u64) -> CriticalSteps {
         let steps = StartSteps::new(buffers);
-        let live = steps.live_bytes(buffers);
         let floor = bound - bound / FIRST_MARGIN;
-        let first =
-            steps.buffers_live_at(&live.iter().map(|&bytes| bytes >= floor).collect::<Vec<_>>());
+        let first_steps: Vec<bool> = steps
+            .live_bytes(buffers)
+            .iter()
+            .map(|&bytes| bytes >= floor)
+            .collect();
+        let first = steps.buffers_live_at(&first_steps);
         CriticalSteps {
             steps,
             bound,
-            live,
+            first_steps,
             first,
         }
     }
@@ -101,8 +106,7 @@ impl CriticalSteps {
         context: &HostContext,
     ) -> Option<CriticalPacking> {
         let bound = self.bound;
-        let floor = bound - bound / FIRST_MARGIN;
-        let mut critical_steps: Vec<bool> = self.live.iter().map(|&bytes| bytes >= floor).collect();
+        let mut critical_steps = self.first_steps.clone();
         let mut critical = self.first.clone();
         let stop = || context.should_stop() || Instant::now() >= deadline;
         let mut best: Option<CriticalPacking> = None;
@@ -144,7 +148,7 @@ impl CriticalSteps {
             if height <= bound {
                 break;
             }
-            let last = self.live.len() - 1;
+            let last = self.steps.count - 1;
             for step in too_high {
                 let around = step.saturating_sub(GROW_STEPS)..=(step + GROW_STEPS).min(last);
                 critical_steps[around].fill(true);
