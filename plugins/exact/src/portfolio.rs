@@ -238,20 +238,13 @@ impl Packer for PortfolioPacker {
             .is_some_and(|steps| steps.first_critical() * CRITICAL_FIRST_SHARE <= buffers.len());
         let mut critical = None;
         if let Some(steps) = first_steps.as_ref().filter(|_| sparse) {
-            critical = steps.pack(buffers, half_the_time_left(), context);
-            if let Some(found) = critical
-                .as_ref()
-                .filter(|found| found.packing.height <= bound)
-            {
-                let mut packing = found.packing.clone();
-                packing.note = verdict(&critical_name(found), packing.height, bound, "", None);
-                context.debug(&format!(
-                    "portfolio: {} buffers: {}",
-                    buffers.len(),
-                    packing.note
-                ));
-                return Ok(packing);
-            }
+            critical = match steps.pack(buffers, half_the_time_left(), context) {
+                Some(found) if found.packing.height <= bound => {
+                    let winner = critical_name(&found);
+                    return Ok(concluded(found.packing, &winner, bound, None, context));
+                }
+                other => other,
+            };
         }
         let candidates = Candidate::for_arena(buffers);
         let greedy = self.run_candidates(&candidates, buffers, bound, deadline, context)?;
@@ -360,14 +353,25 @@ impl Packer for PortfolioPacker {
                 _ => {}
             }
         }
-        packing.note = verdict(&winner, packing.height, bound, &packing.note, search_note);
-        context.debug(&format!(
-            "portfolio: {} buffers: {}",
-            buffers.len(),
-            packing.note
-        ));
-        Ok(packing)
+        Ok(concluded(packing, &winner, bound, search_note, context))
     }
+}
+
+/// `packing` with the portfolio's note ([`verdict`]), logged.
+fn concluded(
+    mut packing: Packing,
+    winner: &str,
+    bound: u64,
+    search_note: Option<String>,
+    context: &HostContext,
+) -> Packing {
+    packing.note = verdict(winner, packing.height, bound, &packing.note, search_note);
+    context.debug(&format!(
+        "portfolio: {} buffers: {}",
+        packing.offsets.len(),
+        packing.note
+    ));
+    packing
 }
 
 impl PortfolioPacker {
