@@ -139,3 +139,26 @@ fn a_large_search_keeps_memory_linear_in_items_and_columns() {
         search.trail.len()
     );
 }
+
+#[test]
+fn polls_come_sooner_after_dear_nodes_and_at_most_twice_as_far_apart_after_cheap_ones() {
+    // 1,024 nodes in 2 s: 2 ms a node, so the next poll comes after the next node.
+    let mut polls = Polls {
+        every: MOST_NODES_BETWEEN_POLLS,
+        nodes: 0,
+        at: Instant::now() - Duration::from_secs(2),
+    };
+    assert!(!polls.due(MOST_NODES_BETWEEN_POLLS - 1));
+    assert!(polls.due(MOST_NODES_BETWEEN_POLLS));
+    polls.polled(MOST_NODES_BETWEEN_POLLS);
+    assert_eq!(polls.every, 1);
+    assert!(polls.due(MOST_NODES_BETWEEN_POLLS + 1));
+    // Cheap nodes (the last poll in the future: no time spent at all, whatever the load of
+    // the machine): the gap doubles, no more, up to the most.
+    for every in [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 1024] {
+        let nodes = polls.nodes + polls.every;
+        polls.at = Instant::now() + Duration::from_secs(60);
+        polls.polled(nodes);
+        assert_eq!(polls.every, every);
+    }
+}
