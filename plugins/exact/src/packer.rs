@@ -129,7 +129,7 @@ impl ExactPacker {
         // where minimising from the greedy height takes about 0.4 s to get below); the goal
         // "smallest" then minimises from there.
         let fits_in = room.map(|room| room / problem.unit);
-        let mut outcome = search_unless_late(
+        let (mut outcome, mut not_begun) = search_unless_late(
             &problem.components,
             &mut offsets,
             fits_in.unwrap_or(0),
@@ -139,7 +139,7 @@ impl ExactPacker {
         );
         if self.goal == Goal::Smallest && fits_in.is_some() {
             let fitting = outcome.nodes;
-            outcome = search_unless_late(
+            (outcome, not_begun) = search_unless_late(
                 &problem.components,
                 &mut offsets,
                 0,
@@ -149,6 +149,8 @@ impl ExactPacker {
             );
             outcome.nodes += fitting;
         }
+        // Said only where no search ran at all.
+        let not_begun = not_begun.filter(|_| outcome.nodes == 0);
 
         // A stack is a plan only where it is optimal (every buffer lives at once).
         if let Some(&(index, _)) = unstarted.iter().find(|&&(index, stacked)| {
@@ -205,6 +207,7 @@ impl ExactPacker {
             ),
             _ => note(
                 &outcome,
+                not_begun,
                 packing.height,
                 bound,
                 problem.unit,
@@ -225,10 +228,19 @@ impl ExactPacker {
 /// each costing about what the problem's setup did (measured at a million buffers).
 pub const SEARCH_SETUP_FACTOR: u32 = 4;
 
+/// The search did not begin with time left: setting it up would take `needed`, and only
+/// `left` was.
+#[derive(Clone, Copy, Debug)]
+struct NotBegun {
+    needed: Duration,
+    left: Duration,
+}
+
 /// [`improve`], unless less than [`SEARCH_SETUP_FACTOR`] times `setup_cost` (what setting up
 /// the problem took) is left before the deadline: setting up the searches of a component
 /// takes O(n log n) and cannot stop half way (about 0.27 s per search at a million buffers,
-/// where the problem took 0.26 s), so begun late it would end late.
+/// where the problem took 0.26 s), so begun late it would end late. Says so when that, not
+/// the deadline, kept the search from beginning.
 fn search_unless_late(
     components: &[crate::problem::Component],
     offsets: &mut [Vec<u64>],
@@ -236,16 +248,19 @@ fn search_unless_late(
     deadline: Deadline<'_>,
     techniques: Techniques,
     setup_cost: Duration,
-) -> Outcome {
-    let time_enough = deadline
+) -> (Outcome, Option<NotBegun>) {
+    let needed = SEARCH_SETUP_FACTOR * setup_cost;
+    let left = deadline
         .at
-        .is_none_or(|at| Instant::now() + SEARCH_SETUP_FACTOR * setup_cost <= at);
-    if time_enough && !deadline.passed() {
-        return improve(
+        .map(|at| at.saturating_duration_since(Instant::now()));
+    let passed = deadline.passed();
+    if !passed && left.is_none_or(|left| needed <= left) {
+        let outcome = improve(
             components, offsets, enough, deadline, techniques, setup_cost,
         );
+        return (outcome, None);
     }
-    Outcome {
+    let outcome = Outcome {
         height: components
             .iter()
             .zip(offsets.iter())
@@ -254,13 +269,24 @@ fn search_unless_late(
             .unwrap_or(0),
         lower_bound: components.iter().map(|c| c.lower_bound).max().unwrap_or(0),
         nodes: 0,
-    }
+    };
+    let not_begun = left
+        .filter(|_| !passed)
+        .map(|left| NotBegun { needed, left });
+    (outcome, not_begun)
 }
 
 /// What the search achieved, for the plan's summary. `bound` is the arena's lower bound as
 /// memplan reports it everywhere ([`arena_lower_bound`]); the search may prove more
 /// (`outcome.lower_bound`, in units), which is said apart.
-fn note(outcome: &Outcome, height: u64, bound: u64, unit: u64, elapsed: Duration) -> String {
+fn note(
+    outcome: &Outcome,
+    not_begun: Option<NotBegun>,
+    height: u64,
+    bound: u64,
+    unit: u64,
+    elapsed: Duration,
+) -> String {
     let granularity = if unit > 1 {
         format!(", heights compared in {unit}-byte units")
     } else {
@@ -287,10 +313,16 @@ fn note(outcome: &Outcome, height: u64, bound: u64, unit: u64, elapsed: Duration
     } else {
         String::new()
     };
-    format!(
-        "height {height}, lower bound {bound} (gap {gap:.2}%){searched}: time limit reached \
-         ({effort})"
-    )
+    let stop = match not_begun {
+        Some(NotBegun { needed, left }) => format!(
+            "the greedy start; the search did not begin, as setting it up takes about {:.2} s \
+             and {:.2} s were left (more time lets it begin)",
+            needed.as_secs_f64(),
+            left.as_secs_f64()
+        ),
+        None => "time limit reached".to_string(),
+    };
+    format!("height {height}, lower bound {bound} (gap {gap:.2}%){searched}: {stop} ({effort})")
 }
 
 #[cfg(test)]
@@ -518,11 +550,44 @@ mod tests {
                 setup_cost,
             )
         };
-        // Setting up would take past the deadline (a minute, times the factor): no search.
-        assert_eq!(search(Duration::from_secs(60)).nodes, 0);
+        // Setting up would take past the deadline (a minute, times the factor): no search,
+        // and the note says why.
+        let (skipped, not_begun) = search(Duration::from_secs(60));
+        assert_eq!(skipped.nodes, 0);
+        let not_begun = not_begun.expect("time was left: the setup kept it from beginning");
+        assert_eq!(
+            not_begun.needed,
+            SEARCH_SETUP_FACTOR * Duration::from_secs(60)
+        );
+        assert!(not_begun.left <= Duration::from_secs(2));
+        // Heights in the cut's units; its optimum is its width, and the greedy start is
+        // above it.
+        let (height, bound) = (skipped.height, skipped.lower_bound);
+        assert!(height > bound);
+        let said = note(
+            &skipped,
+            Some(not_begun),
+            height,
+            bound,
+            1,
+            Duration::from_millis(5),
+        );
+        let gap = 100.0 * (height - bound) as f64 / bound as f64;
+        assert!(
+            said.starts_with(&format!(
+                "height {height}, lower bound {bound} (gap {gap:.2}%): the greedy start; the \
+                 search did not begin, as setting it up takes about 240.00 s and "
+            )),
+            "{said}"
+        );
+        assert!(
+            said.ends_with("(more time lets it begin) (0 nodes, 0.01 s)"),
+            "{said}"
+        );
         // A setup of a millisecond: it searches.
-        let searched = search(Duration::from_millis(1));
+        let (searched, not_begun) = search(Duration::from_millis(1));
         assert!(searched.nodes > 0, "{searched:?}");
+        assert!(not_begun.is_none());
     }
 
     #[test]
