@@ -67,11 +67,13 @@ use crate::problem::Component;
 const UNPLACED: u64 = u64::MAX;
 const NONE: u64 = u64::MAX;
 const NO_JUMP: usize = usize::MAX;
-/// The most nodes between two polls of the clock and the host's cancellation; see
-/// [`Polls`] for how many come between two polls.
+/// How many nodes between two polls of the host's context (its cancellation, and in the
+/// portfolio the race), and the most between two polls of the clock: see [`Polls`] for how
+/// many come between those. The deadline (the sooner of the planner's and the host's time
+/// limits) is the clock's; the context is polled at node counts only, so that the work it
+/// counts depends on the search's path and not on the machine's speed.
 const MOST_NODES_BETWEEN_POLLS: u64 = 1024;
-/// About how long the search runs between two polls of the clock and the host's
-/// cancellation.
+/// About how long the search runs between two polls of the clock.
 const POLL_PERIOD: Duration = Duration::from_millis(1);
 /// The column check sums the units of items with one release; it looks this far back for
 /// the release (equal releases that it misses only make the sort longer).
@@ -146,11 +148,17 @@ pub struct Deadline<'a> {
 
 impl Deadline<'_> {
     pub fn passed(&self) -> bool {
-        self.context.should_stop() || self.at.is_some_and(|at| Instant::now() >= at)
+        self.context.should_stop() || self.time_is_up()
+    }
+
+    /// The clock alone, not the host's context: asking the context counts as work in the
+    /// portfolio's race (its `Lane`), and so must come at points fixed by the search's path.
+    pub fn time_is_up(&self) -> bool {
+        self.at.is_some_and(|at| Instant::now() >= at)
     }
 }
 
-/// When the search next polls its [`Deadline`]. A node costs from tens of nanoseconds to
+/// When the search next polls the clock of its [`Deadline`]. A node costs from tens of nanoseconds to
 /// milliseconds: the release inference over thousands of columns took 2.2 ms a node on the
 /// 2,542 critical buffers of a 10,000-buffer training trace, and a large search's first
 /// nodes gather every item (a millisecond each at 1,000,000 buffers). A fixed count of
@@ -533,8 +541,15 @@ impl<'a> Search<'a> {
             if self.nodes >= limit {
                 return End::Budget;
             }
+            // The host's context at nodes the search's path fixes (a large search's nodes
+            // are dear: at each), the clock as often as the nodes' cost asks.
+            if (self.large || self.nodes % MOST_NODES_BETWEEN_POLLS == 0)
+                && deadline.context.should_stop()
+            {
+                return End::Stopped;
+            }
             if self.polls.due(self.nodes) {
-                if deadline.passed() {
+                if deadline.time_is_up() {
                     return End::Stopped;
                 }
                 self.polls.polled(self.nodes);
