@@ -158,15 +158,16 @@ impl Deadline<'_> {
     }
 }
 
-/// When the search next polls the clock of its [`Deadline`]. A node costs from tens of nanoseconds to
-/// milliseconds: the release inference over thousands of columns took 2.2 ms a node on the
-/// 2,542 critical buffers of a 10,000-buffer training trace, and a large search's first
-/// nodes gather every item (a millisecond each at 1,000,000 buffers). A fixed count of
-/// nodes between polls either polls far more often than needed or overruns the deadline
-/// (1,024 nodes there ran 1.3 s past a 1 s limit). So the count follows the measured cost
-/// of the nodes since the last poll, for a poll about every [`POLL_PERIOD`]: it starts at
-/// one node and at most doubles from one poll to the next (cheap first nodes do not hide
-/// dearer ones deeper down), up to [`MOST_NODES_BETWEEN_POLLS`].
+/// When the search next polls the clock of its [`Deadline`]. A node costs from tens of
+/// nanoseconds to milliseconds: the release inference over thousands of columns took 2.2 ms
+/// a node on the 2,542 critical buffers of a 10,000-buffer training trace, and a large
+/// search's first nodes gather every item (a millisecond each at 1,000,000 buffers). A fixed
+/// count of nodes between polls either polls far more often than needed or overruns the
+/// deadline (1,024 nodes there took 2.3 s: the portfolio ended 1.6 s past its 1 s limit).
+/// So the count follows the measured cost of the nodes since the last poll, for a poll about
+/// every [`POLL_PERIOD`]: it starts at one node and at most doubles from one poll to the
+/// next (cheap first nodes do not hide dearer ones deeper down), up to
+/// [`MOST_NODES_BETWEEN_POLLS`].
 struct Polls {
     /// Nodes between this poll and the next.
     every: u64,
