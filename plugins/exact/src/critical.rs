@@ -41,6 +41,7 @@ use memplan_plugin_api::HostContext;
 
 use crate::options::Goal;
 use crate::packer::ExactPacker;
+use crate::search::Deadline;
 
 /// Steps whose live bytes are at least the bound less this share of it (1/10: 10 %) are
 /// critical from the start. Measured on random lifetimes over 10,000-1,000,000 steps with
@@ -111,7 +112,11 @@ impl CriticalSteps {
         let bound = self.bound;
         let mut critical_steps = self.first_steps.clone();
         let mut critical = self.first.clone();
-        let stop = || context.should_stop() || Instant::now() >= deadline;
+        let until = Deadline {
+            at: Some(deadline),
+            context,
+        };
+        let stop = || until.passed();
         let mut best: Option<CriticalPacking> = None;
         for round in 1..=MOST_ROUNDS {
             if round > 1 {
