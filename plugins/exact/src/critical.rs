@@ -101,8 +101,9 @@ impl CriticalSteps {
     }
 
     /// Packs `buffers` (those it was made from) at the bound as the module documentation
-    /// says, until `deadline` or the host asks to stop: the lowest packing made, `None` when
-    /// no round completed one.
+    /// says, until `deadline` (or the host's, if sooner) or the context asks to stop (asked
+    /// before each round and by its searches): the lowest packing made, `None` when no round
+    /// completed one.
     pub fn pack(
         &self,
         buffers: &[Buffer],
@@ -112,17 +113,24 @@ impl CriticalSteps {
         let bound = self.bound;
         let mut critical_steps = self.first_steps.clone();
         let mut critical = self.first.clone();
+        // The host's deadline, if sooner, folded in: the greedy packings and the search's
+        // starts stop by the clock alone. Asking the context counts as work in the
+        // portfolio's race (its `Lane`), where their polls would weigh as much as 1,024
+        // nodes of the exact search each; the host's stop is its deadline.
+        let deadline = context
+            .remaining()
+            .map_or(deadline, |left| deadline.min(Instant::now() + left));
         let until = Deadline {
             at: Some(deadline),
             context,
         };
-        let stop = || until.passed();
+        let time_is_up = || until.time_is_up();
         let mut best: Option<CriticalPacking> = None;
         for round in 1..=MOST_ROUNDS {
             if round > 1 {
                 critical = self.steps.buffers_live_at(&critical_steps);
             }
-            if critical.is_empty() || critical.len() * 2 > buffers.len() || stop() {
+            if critical.is_empty() || critical.len() * 2 > buffers.len() || until.passed() {
                 break;
             }
             let chosen: Vec<Buffer> = critical.iter().map(|&index| buffers[index]).collect();
@@ -133,7 +141,7 @@ impl CriticalSteps {
             // none, the packer makes the best of eight greedy packings, superlinear on
             // fragmented traces (0.1 s of a 0.7 s round on 7,376 critical buffers of
             // random:100000:1:20000); the kit's first sweep variant is O(n log n).
-            let start = match pack_sweep_variant(&chosen, SweepVariant::ALL[0], &stop) {
+            let start = match pack_sweep_variant(&chosen, SweepVariant::ALL[0], &time_is_up) {
                 Ok(Some(packing)) => vec![packing.offsets],
                 _ => Vec::new(),
             };
@@ -147,7 +155,7 @@ impl CriticalSteps {
             for (&index, &offset) in critical.iter().zip(&searched.offsets) {
                 held[index].fixed_offset = FixedOffset::at(offset);
             }
-            let Ok(packing) = pack_greedy_until(&held, Order::Area, Fit::Best, &stop) else {
+            let Ok(packing) = pack_greedy_until(&held, Order::Area, Fit::Best, &time_is_up) else {
                 break;
             };
             let height = packing.height;
