@@ -349,8 +349,8 @@ impl Packer for PortfolioPacker {
                     .exact
                     .pack_from(buffers, room, &starts, &lane.context());
                 lane.finished(matches!(&searched, Ok(packing) if packing.height <= bound));
-                // The other thread may still run (the critical-step search does not stop for
-                // the search at the bound): the host's stop is passed on to it.
+                // The other thread may still run (where the search is at the bound, until its
+                // own work passes the search's): the host's stop is passed on to it.
                 while !other.is_finished() {
                     if context.should_stop() {
                         race.stop_other.store(true, Ordering::Relaxed);
