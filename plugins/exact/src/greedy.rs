@@ -56,6 +56,19 @@ pub fn greedy(
     deadline: &Deadline,
     others_by: &Deadline,
 ) -> Option<Vec<u64>> {
+    greedy_after_sweep(component, None, deadline, others_by)
+}
+
+/// [`greedy`], given the component's share of the kit's first sweep variant of the whole
+/// input (`swept`, offsets in units; the packer makes it before setting the problem up on
+/// large inputs) instead of making that sweep of its own: the component's buffers live at
+/// no step with any other's, so that share is the sweep of the component.
+pub fn greedy_after_sweep(
+    component: &Component,
+    swept: Option<Vec<u64>>,
+    deadline: &Deadline,
+    others_by: &Deadline,
+) -> Option<Vec<u64>> {
     let buffers: Vec<Buffer> = component
         .items
         .iter()
@@ -70,16 +83,22 @@ pub fn greedy(
     // On large components the kit's first sweep variant first, as the portfolio takes it:
     // about as quick as best fit by start and lower on most large traces (its module gives
     // the figures). Where it does not apply (fixed offsets), best fit by start comes next.
-    if buffers.len() >= SWEEP_FIRST_FROM {
-        if let Ok(Some(packing)) =
-            pack_sweep_variant(&buffers, SweepVariant::ALL[0], &|| deadline.passed())
-        {
-            let height = component.height(&packing.offsets);
-            if height <= component.lower_bound {
-                return Some(packing.offsets);
+    let swept = match swept {
+        Some(offsets) => Some(offsets),
+        None if buffers.len() >= SWEEP_FIRST_FROM => {
+            match pack_sweep_variant(&buffers, SweepVariant::ALL[0], &|| deadline.passed()) {
+                Ok(Some(packing)) => Some(packing.offsets),
+                _ => None,
             }
-            best = Some((height, packing.offsets));
         }
+        None => None,
+    };
+    if let Some(offsets) = swept {
+        let height = component.height(&offsets);
+        if height <= component.lower_bound {
+            return Some(offsets);
+        }
+        best = Some((height, offsets));
     }
     for (order, fit) in greedy_starts(buffers.len()) {
         let until = if best.is_some() { others_by } else { deadline };

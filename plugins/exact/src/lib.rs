@@ -36,6 +36,15 @@
 //!    the first greedy packing of a component was complete by then (and no search found
 //!    one), it fails with `Cancelled` rather than return a packing without reuse.
 //!
+//! On inputs of 10,000 buffers or more ([`greedy::SWEEP_FIRST_FROM`]) given no start, the
+//! kit's first sweep variant packs the whole input before step 1: it stops at the deadline,
+//! where step 1's setup cannot (0.3-0.5 s at a million buffers), and steps 1-3 follow only
+//! with time left for the setups (five times what the sweep took); else the sweep is the
+//! plan. So a limit shorter than the setup ends in time: at a million buffers with 0.3 s, a
+//! plan where the sweep is done by then (0.17-0.34 s), `Cancelled` where not (0.28 s, where
+//! it ended 0.2 s late before); with 1 s random lifetimes over 1,000 steps get their sweep
+//! in 0.7 s, where they were `Cancelled` after 1.04 s.
+//!
 //! On large inputs every step is O(n log n) in the buffers, plus the columns, in time per
 //! node and in memory: components of more than 4,096 buffers, or whose lifetimes cover more
 //! than 2^22 (buffer, column) pairs, get a *large* search

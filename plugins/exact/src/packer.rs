@@ -5,7 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use memplan_planner_kit::{arena_lower_bound, Buffer, Packer, Packing};
+use memplan_planner_kit::{
+    arena_lower_bound, pack_sweep_variant, Buffer, Packer, Packing, Stopped, SweepVariant,
+};
 use memplan_plugin_api::{HostContext, PlanError, PlanErrorKind};
 
 use crate::greedy;
@@ -89,15 +91,53 @@ impl ExactPacker {
         let deadline = host_deadline.map_or(self.deadline, |host| self.deadline.min(host));
         // The host's own time limit (`--timeout`) came first: the host gives the advice.
         let host_limit_binds = host_deadline.is_some_and(|host| host <= self.deadline);
-        let problem = Problem::new(buffers);
-        // Setting up the searches (sorting and grouping the items, per search) costs a few
-        // times what the problem's setup just took, measured here on this machine under its
-        // load: the search starts only with that much time left.
-        let setup_cost = started.elapsed();
         let deadline = Deadline {
             at: Some(deadline),
             context,
         };
+        // Large inputs given no start are swept first (the kit's first sweep variant, the
+        // start `greedy` makes first there): O(n log n) and stopped at the deadline, where
+        // the problem's setup is not (0.3-0.5 s at a million buffers), so a short limit ends
+        // in time with that sweep, or with no plan. The setup then begins only where the
+        // search could follow it: it costs about what the sweep took (0.4-1.1 times,
+        // measured at a million buffers), and the search's own setup [`SEARCH_SETUP_FACTOR`]
+        // times that; with less time left the sweep is the plan.
+        let mut swept = None;
+        let mut bound = None;
+        if starts.is_empty() && buffers.len() >= greedy::SWEEP_FIRST_FROM {
+            let sweeping = Instant::now();
+            match pack_sweep_variant(buffers, SweepVariant::ALL[0], &|| deadline.passed()) {
+                Err(Stopped) => {
+                    let what = format!("{} buffers", buffers.len());
+                    return Err(cancelled(host_limit_binds, started, &what));
+                }
+                Ok(None) => {}
+                Ok(Some(packing)) => {
+                    let sweep_cost = sweeping.elapsed();
+                    let left = deadline
+                        .at
+                        .map(|at| at.saturating_duration_since(Instant::now()));
+                    let needed = (1 + SEARCH_SETUP_FACTOR) * sweep_cost;
+                    let lowest = arena_lower_bound(buffers);
+                    bound = Some(lowest);
+                    if packing.height <= lowest || left.is_some_and(|left| left < needed) {
+                        let not_begun = left
+                            .filter(|left| !left.is_zero())
+                            .map(|left| NotBegun { needed, left });
+                        return Ok(swept_only(
+                            packing, lowest, not_begun, fit_within, started, context,
+                        ));
+                    }
+                    swept = Some(packing.offsets);
+                }
+            }
+        }
+        let setting_up = Instant::now();
+        let problem = Problem::new(buffers);
+        // Setting up the searches (sorting and grouping the items, per search) costs a few
+        // times what the problem's setup just took, measured here on this machine under its
+        // load: the search starts only with that much time left.
+        let setup_cost = setting_up.elapsed();
         // The first greedy packing of a component may take all the time; the others stop at
         // half of it: on large components one greedy packing can take seconds,
         // and the searches need the rest to improve on it. Components without a greedy start
@@ -114,8 +154,13 @@ impl ExactPacker {
             .iter()
             .enumerate()
             .map(|(index, component)| {
+                let swept = swept.as_ref().and_then(|swept| {
+                    greedy::best_start(component, problem.unit, std::slice::from_ref(swept))
+                });
                 greedy::best_start(component, problem.unit, starts)
-                    .or_else(|| greedy::greedy(component, &deadline, &greedy_deadline))
+                    .or_else(|| {
+                        greedy::greedy_after_sweep(component, swept, &deadline, &greedy_deadline)
+                    })
                     .unwrap_or_else(|| {
                         let stacked = greedy::stacked(component);
                         unstarted.push((index, component.height(&stacked)));
@@ -157,22 +202,11 @@ impl ExactPacker {
             let component = &problem.components[index];
             stacked > component.lower_bound && component.height(&offsets[index]) >= stacked
         }) {
-            let (limit, advice) = match host_limit_binds {
-                true => ("by memplan's time limit", ""),
-                false => (
-                    "at its time limit",
-                    "; allow more time (option time_limit_s)",
-                ),
-            };
-            return Err(PlanError::new(
-                PlanErrorKind::Cancelled,
-                format!(
-                    "exact: stopped {limit} after {:.2} s, before a first packing of {} \
-                     buffers living together was complete{advice}",
-                    started.elapsed().as_secs_f64(),
-                    problem.components[index].items.len()
-                ),
-            ));
+            let what = format!(
+                "{} buffers living together",
+                problem.components[index].items.len()
+            );
+            return Err(cancelled(host_limit_binds, started, &what));
         }
         let mut packing = Packing {
             offsets: vec![0; buffers.len()],
@@ -196,30 +230,93 @@ impl ExactPacker {
             .map(|(buffer, offset)| offset + buffer.size)
             .max()
             .unwrap_or(0);
-        let bound = arena_lower_bound(buffers);
-        packing.note = match fit_within {
-            Some(room) if packing.height <= room && !outcome.is_proven() => format!(
-                "height {}: fits the {room} bytes left under the budget; goal \"fit\" stopped \
-                 the search there, not minimised (lower bound {bound}; {} nodes, {:.2} s)",
-                packing.height,
-                outcome.nodes,
-                started.elapsed().as_secs_f64()
-            ),
-            _ => note(
-                &outcome,
-                not_begun,
-                packing.height,
-                bound,
-                problem.unit,
-                started.elapsed(),
-            ),
-        };
-        context.debug(&format!(
-            "exact: {} buffers: {}",
-            buffers.len(),
-            packing.note
-        ));
-        Ok(packing)
+        let bound = bound.unwrap_or_else(|| arena_lower_bound(buffers));
+        let summary = summary(
+            packing.height,
+            &outcome,
+            not_begun,
+            bound,
+            problem.unit,
+            fit_within,
+            started.elapsed(),
+        );
+        Ok(noted(packing, summary, context))
+    }
+}
+
+/// The packing of the sweep made before the problem's setup, as it is: at the lower bound
+/// `bound`, or too little time was left to set the search up.
+fn swept_only(
+    packing: Packing,
+    bound: u64,
+    not_begun: Option<NotBegun>,
+    fit_within: Option<u64>,
+    started: Instant,
+    context: &HostContext,
+) -> Packing {
+    let outcome = Outcome {
+        height: packing.height,
+        lower_bound: bound,
+        nodes: 0,
+    };
+    let height = packing.height;
+    let summary = summary(
+        height,
+        &outcome,
+        not_begun,
+        bound,
+        1,
+        fit_within,
+        started.elapsed(),
+    );
+    noted(packing, summary, context)
+}
+
+/// `packing` with its note, logged.
+fn noted(mut packing: Packing, note: String, context: &HostContext) -> Packing {
+    context.debug(&format!("exact: {} buffers: {note}", packing.offsets.len()));
+    packing.note = note;
+    packing
+}
+
+/// The `Cancelled` error of a packer stopped before a first packing of `what` was complete.
+fn cancelled(host_limit_binds: bool, started: Instant, what: &str) -> PlanError {
+    let (limit, advice) = match host_limit_binds {
+        true => ("by memplan's time limit", ""),
+        false => (
+            "at its time limit",
+            "; allow more time (option time_limit_s)",
+        ),
+    };
+    PlanError::new(
+        PlanErrorKind::Cancelled,
+        format!(
+            "exact: stopped {limit} after {:.2} s, before a first packing of {what} was \
+             complete{advice}",
+            started.elapsed().as_secs_f64(),
+        ),
+    )
+}
+
+/// A packing's note: how it stands against the bound and the budget (`fit_within`, under
+/// goal "fit"), and how the search ended.
+fn summary(
+    height: u64,
+    outcome: &Outcome,
+    not_begun: Option<NotBegun>,
+    bound: u64,
+    unit: u64,
+    fit_within: Option<u64>,
+    elapsed: Duration,
+) -> String {
+    match fit_within {
+        Some(room) if height <= room && !outcome.is_proven() => format!(
+            "height {height}: fits the {room} bytes left under the budget; goal \"fit\" stopped \
+             the search there, not minimised (lower bound {bound}; {} nodes, {:.2} s)",
+            outcome.nodes,
+            elapsed.as_secs_f64()
+        ),
+        _ => note(outcome, not_begun, height, bound, unit, elapsed),
     }
 }
 
@@ -492,6 +589,40 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_limit_short_of_the_setup_is_met_with_the_sweep_made_before_it() {
+        // 500,000 random lifetimes over 1,000 steps, a limit of one and a half times their
+        // sweep: the problem's setup (about as long again, and not interruptible) came
+        // first and the sweep after it, so that a limit like this one ended without a plan
+        // (at a million buffers with 1 s: `Cancelled` after 1.04 s). Now the sweep comes
+        // first and is the plan.
+        let buffers = random_lifetime_trace(500_000, 1);
+        let started = Instant::now();
+        let sweep = pack_sweep_variant(&buffers, SweepVariant::ALL[0], &|| false)
+            .expect("not stopped")
+            .expect("applies");
+        let limit = started.elapsed().mul_f64(1.5);
+        let started = Instant::now();
+        let packing = ExactPacker::new(limit)
+            .pack(&buffers, &HostContext::detached())
+            .expect("the sweep is done in time");
+        let elapsed = started.elapsed();
+        // The kit's tests check the sweep's packings (a check of 500,000 buffers here would
+        // take minutes).
+        assert_eq!(packing.offsets, sweep.offsets);
+        assert_eq!(packing.height, sweep.height);
+        assert!(
+            packing.note.contains(
+                "the greedy start; the search did not begin, as setting it up takes about"
+            ),
+            "{}",
+            packing.note
+        );
+        // The limit, its 10 % and 50 ms, and a busy machine.
+        let allowed = limit.mul_f64(1.1) + Duration::from_millis(50 + 300);
+        assert!(elapsed <= allowed, "{elapsed:?} of {limit:?}");
     }
 
     #[test]
