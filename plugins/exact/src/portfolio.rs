@@ -303,6 +303,10 @@ impl Packer for PortfolioPacker {
             let climbing = buffers.len() >= CLIMB_FROM;
             let race = Race::new();
             let this = std::thread::current();
+            // The other thread's context has no deadline of its own: the critical-step search
+            // and the climbing there stop by the clock at the sooner of this deadline and the
+            // host's (a greedy packing of theirs can take a while).
+            let sooner = Instant::now() + time_left_here();
             let (searched, other) = std::thread::scope(|scope| {
                 // The other core runs the critical-step search where it is still to run, then
                 // climbs where climbing has measured gains, else it runs a second search with
@@ -314,7 +318,7 @@ impl Packer for PortfolioPacker {
                         let context = lane.context();
                         let mut other = Vec::new();
                         if let Some(steps) = &critical_beside {
-                            if let Some(found) = steps.pack(buffers, deadline, &context) {
+                            if let Some(found) = steps.pack(buffers, sooner, &context) {
                                 let at_bound = found.packing.height <= bound;
                                 other.push((critical_name(&found), Ok(found.packing)));
                                 if at_bound {
@@ -324,7 +328,7 @@ impl Packer for PortfolioPacker {
                             }
                         }
                         let more = if climbing {
-                            let stop = || context.should_stop() || Instant::now() >= deadline;
+                            let stop = || context.should_stop() || Instant::now() >= sooner;
                             let steps = (CLIMB_WORK / buffers.len()).min(CLIMB_MAX_STEPS);
                             climb(buffers, order, fit, bound, steps, &stop)
                                 .map(|climbed| (format!("hill climbing from {name}"), Ok(climbed)))
