@@ -103,7 +103,6 @@ impl ExactPacker {
         // measured at a million buffers), and the search's own setup [`SEARCH_SETUP_FACTOR`]
         // times that; with less time left the sweep is the plan.
         let mut swept = None;
-        let mut bound = None;
         if starts.is_empty() && buffers.len() >= greedy::SWEEP_FIRST_FROM {
             let sweeping = Instant::now();
             match pack_sweep_variant(buffers, SweepVariant::ALL[0], &|| deadline.passed()) {
@@ -118,14 +117,13 @@ impl ExactPacker {
                         .at
                         .map(|at| at.saturating_duration_since(Instant::now()));
                     let needed = (1 + SEARCH_SETUP_FACTOR) * sweep_cost;
-                    let lowest = arena_lower_bound(buffers);
-                    bound = Some(lowest);
-                    if packing.height <= lowest || left.is_some_and(|left| left < needed) {
+                    if left.is_some_and(|left| left < needed) {
                         let not_begun = left
                             .filter(|left| !left.is_zero())
                             .map(|left| NotBegun { needed, left });
+                        let bound = arena_lower_bound(buffers);
                         return Ok(swept_only(
-                            packing, lowest, not_begun, fit_within, started, context,
+                            packing, bound, not_begun, fit_within, started, context,
                         ));
                     }
                     swept = Some(packing.offsets);
@@ -230,7 +228,7 @@ impl ExactPacker {
             .map(|(buffer, offset)| offset + buffer.size)
             .max()
             .unwrap_or(0);
-        let bound = bound.unwrap_or_else(|| arena_lower_bound(buffers));
+        let bound = arena_lower_bound(buffers);
         let summary = summary(
             packing.height,
             &outcome,
@@ -244,8 +242,8 @@ impl ExactPacker {
     }
 }
 
-/// The packing of the sweep made before the problem's setup, as it is: at the lower bound
-/// `bound`, or too little time was left to set the search up.
+/// The packing of the sweep made before the problem's setup, as it is: too little time was
+/// left to set the search up. `bound` is the arena's lower bound.
 fn swept_only(
     packing: Packing,
     bound: u64,
