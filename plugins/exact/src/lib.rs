@@ -41,7 +41,7 @@
 //! where step 1's setup cannot (0.3-0.5 s at a million buffers), and steps 1-3 follow only
 //! with time left for the setups (five times what the sweep took); else the sweep is the
 //! plan. So a limit shorter than the setup ends in time: at a million buffers with 0.3 s, a
-//! plan where the sweep is done by then (0.17-0.34 s), `Cancelled` where not (0.28 s, where
+//! plan where the sweep is done by then (0.15-0.34 s), `Cancelled` where not (0.28 s, where
 //! it ended 0.2 s late before); with 1 s random lifetimes over 1,000 steps get their sweep
 //! in 0.7 s, where they were `Cancelled` after 1.04 s.
 //!
