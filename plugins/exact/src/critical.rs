@@ -117,9 +117,7 @@ impl CriticalSteps {
         // starts stop by the clock alone. Asking the context counts as work in the
         // portfolio's race (its `Lane`), where their polls would weigh as much as 1,024
         // nodes of the exact search each; the host's stop is its deadline.
-        let deadline = context
-            .remaining()
-            .map_or(deadline, |left| deadline.min(Instant::now() + left));
+        let deadline = Deadline::sooner_than_host(deadline, context);
         let until = Deadline {
             at: Some(deadline),
             context,

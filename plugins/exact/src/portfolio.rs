@@ -87,6 +87,7 @@ use crate::critical::{CriticalPacking, CriticalSteps};
 use crate::greedy::SWEEP_FIRST_FROM;
 use crate::options::Techniques;
 use crate::packer::ExactPacker;
+use crate::search::Deadline;
 
 /// Search time for a whole plan when `time_limit_s` is not given.
 pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(1);
@@ -225,8 +226,7 @@ impl Packer for PortfolioPacker {
         // The critical-step search shares what is left of the sooner of this deadline and
         // the host's (`--timeout`), so that the candidates after it keep their share.
         let time_left_here = || {
-            let left = deadline.saturating_duration_since(Instant::now());
-            context.remaining().map_or(left, |host| host.min(left))
+            Deadline::sooner_than_host(deadline, context).saturating_duration_since(Instant::now())
         };
         let half_the_time_left = || Instant::now() + time_left_here() / 2;
         // The critical-step search goes first where the live bytes come near the bound at
@@ -306,7 +306,7 @@ impl Packer for PortfolioPacker {
             // The other thread's context has no deadline of its own: the critical-step search
             // and the climbing there stop by the clock at the sooner of this deadline and the
             // host's (a greedy packing of theirs can take a while).
-            let sooner = Instant::now() + time_left_here();
+            let sooner = Deadline::sooner_than_host(deadline, context);
             let (searched, other) = std::thread::scope(|scope| {
                 // The other core runs the critical-step search where it is still to run, then
                 // climbs where climbing has measured gains, else it runs a second search with

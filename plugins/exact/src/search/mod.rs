@@ -147,6 +147,14 @@ pub struct Deadline<'a> {
 }
 
 impl Deadline<'_> {
+    /// The sooner of `at` and the deadline of the host's `context` (`--timeout`), where it
+    /// has one.
+    pub fn sooner_than_host(at: Instant, context: &HostContext) -> Instant {
+        context
+            .remaining()
+            .map_or(at, |left| at.min(Instant::now() + left))
+    }
+
     pub fn passed(&self) -> bool {
         self.context.should_stop() || self.time_is_up()
     }
