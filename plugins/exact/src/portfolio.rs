@@ -11,7 +11,8 @@
 //!    the kit's start-order sweep variants (`sweep_variants`). From
 //!    [`SWEEPS_FROM`] buffers on, the kit's first start-order sweep variant goes first
 //!    (O(n log n) on every trace shape, where the other orders are superlinear on random and
-//!    training traces: the kit's greedy module says why), best fit by duration (by size from
+//!    training traces: the kit's greedy module says why; from [`SIZE_BEFORE_SWEEPS_FROM`]
+//!    buffers [`LARGE_FIRST_SWEEP`] before it), best fit by duration (by size from
 //!    [`SIZE_BEFORE_SWEEPS_FROM`] buffers) second, then the other start-order sweeps
 //!    (`sweep_variants`) and plain best fit by start, then the other orders. Two threads take
 //!    them from the list in turn; the first always completes, the others stop at the
@@ -75,8 +76,8 @@ use std::sync::Mutex;
 
 use memplan_planner_kit::{
     arena_lower_bound, greedy_ranks, pack_greedy_ranked, pack_greedy_until, pack_sweep_variant,
-    plan_with_packer, Buffer, Fit, Order, Packer, Packing, PlannerOptions, Stopped, SweepVariant,
-    XorShift64Star,
+    plan_with_packer, Buffer, Fit, GapChoice, Order, Packer, Packing, PeakStacking, PlannerOptions,
+    Stopped, SweepVariant, XorShift64Star,
 };
 use memplan_plugin_api::abi_stable::std_types::RStr;
 use memplan_plugin_api::{
@@ -104,6 +105,16 @@ pub const SWEEPS_FROM: usize = SWEEP_FIRST_FROM;
 /// it by duration goes second (training traces: at the bound within 0.1 s) and by size after
 /// the sweeps.
 pub const SIZE_BEFORE_SWEEPS_FROM: usize = 200_000;
+/// The first candidate from [`SIZE_BEFORE_SWEEPS_FROM`] buffers on (where it applies: no
+/// buffer at a fixed offset), before the kit's first sweep variant. Generated traces of
+/// 300,000-1,000,000 buffers with the default 1 s: random-lifetime `random:1000000` went
+/// from 1.0017 x the bound (at the deadline) to at the bound in 0.82 s, seed 3 from 1.0024 to
+/// 1.0011, training `compiler:1000000:2` and `compiler:400000:2` reach their bound in
+/// 0.52 and 0.19 s instead of 1.0 s; no trace of the twenty measured ended higher. It is
+/// slower than the kit's first variant on band and all-live traces (1,000,000 buffers:
+/// 0.24 s instead of 0.19 s, both at the bound).
+pub const LARGE_FIRST_SWEEP: SweepVariant =
+    SweepVariant::AnchoredAtPeak(PeakStacking::EarliestStart, GapChoice::NearestEnd);
 /// Arenas with more buffers do not run the exact search.
 pub const EXACT_MAX_BUFFERS: usize = 50_000;
 /// Arenas with at least this many buffers run the critical-step search ([`CriticalSteps`]);
@@ -550,7 +561,8 @@ impl Candidate {
     /// The first is the kit's first sweep variant, the start-order sweep that puts each buffer
     /// beside the neighbour ending nearest: on 1M random-lifetime buffers 1.0017 x the bound
     /// on both seeds measured in 0.63 s, where plain best fit by start gives 1.0049-1.0063 in
-    /// 0.47 s (the kit's `sweep_variants` gives the figures of every variant).
+    /// 0.47 s (the kit's `sweep_variants` gives the figures of every variant). From
+    /// [`SIZE_BEFORE_SWEEPS_FROM`] buffers [`LARGE_FIRST_SWEEP`] goes before it.
     fn for_arena(buffers: &[Buffer]) -> Vec<Candidate> {
         let greedy: Vec<Candidate> = GREEDY
             .iter()
@@ -579,6 +591,19 @@ impl Candidate {
         let find = |wanted: &dyn Fn(&Candidate) -> bool| {
             *greedy.iter().find(|c| wanted(c)).expect("in GREEDY")
         };
+        // From SIZE_BEFORE_SWEEPS_FROM buffers a sweep takes a large share of the budget
+        // (0.6-0.8 s at 1,000,000), so the first is the one likeliest to be lowest there:
+        // the sweeps out of the busiest step with each buffer beside the neighbour ending
+        // nearest, its buffers by earliest start (see `LARGE_FIRST_SWEEP`).
+        if buffers.len() >= SIZE_BEFORE_SWEEPS_FROM {
+            if let Some(at) = sweeps
+                .iter()
+                .position(|&c| c == Candidate::Sweep(LARGE_FIRST_SWEEP))
+            {
+                let large_first = sweeps.remove(at);
+                sweeps.insert(0, large_first);
+            }
+        }
         let first = if anchored_applies {
             sweeps.remove(0)
         } else {
@@ -1037,7 +1062,12 @@ mod tests {
             candidates[1 + sweeps + 1],
             Candidate::Greedy(Order::Size, Fit::Best, _)
         ));
-        let huge = Candidate::for_arena(&trace(SIZE_BEFORE_SWEEPS_FROM as u32));
+        let mut huge_trace = trace(SIZE_BEFORE_SWEEPS_FROM as u32);
+        let huge = Candidate::for_arena(&huge_trace);
+        // There the sweeps out of the busiest step by earliest start go first, then the
+        // kit's first variant.
+        assert_eq!(huge[0], Candidate::Sweep(LARGE_FIRST_SWEEP));
+        assert_eq!(huge[2], Candidate::Sweep(SweepVariant::ALL[0]));
         assert!(matches!(
             huge[1],
             Candidate::Greedy(Order::Size, Fit::Best, _)
@@ -1047,14 +1077,22 @@ mod tests {
             Candidate::Greedy(Order::Duration, Fit::Best, _)
         ));
         // Every greedy candidate and every sweep is there, once.
-        assert_eq!(candidates.len(), GREEDY.len() + SweepVariant::ALL.len());
-        for candidate in greedy
-            .iter()
-            .copied()
-            .chain(SweepVariant::ALL.map(Candidate::Sweep))
-        {
-            assert_eq!(candidates.iter().filter(|&&c| c == candidate).count(), 1);
+        for list in [&candidates, &huge] {
+            assert_eq!(list.len(), GREEDY.len() + SweepVariant::ALL.len());
+            for candidate in greedy
+                .iter()
+                .copied()
+                .chain(SweepVariant::ALL.map(Candidate::Sweep))
+            {
+                assert_eq!(list.iter().filter(|&&c| c == candidate).count(), 1);
+            }
         }
+        // With a fixed offset the large arena's first is best fit by start, as below.
+        huge_trace[5].fixed_offset = memplan_planner_kit::FixedOffset::at(0);
+        assert!(matches!(
+            Candidate::for_arena(&huge_trace)[0],
+            Candidate::Greedy(Order::Start, Fit::Best, _)
+        ));
         // With a fixed offset the anchored sweeps do not apply: best fit by start goes first.
         large[5].fixed_offset = memplan_planner_kit::FixedOffset::at(0);
         let candidates = Candidate::for_arena(&large);
