@@ -163,21 +163,35 @@ pub fn packing_violations(buffers: &[Buffer], packing: &Packing) -> Vec<String> 
             packing.height
         ));
     }
-    for a in 0..buffers.len() {
-        for b in a + 1..buffers.len() {
-            let (x, y) = (&buffers[a], &buffers[b]);
-            if x.size == 0 || y.size == 0 || !x.lifetime.overlaps(y.lifetime) {
-                continue;
-            }
+    // Only pairs live together are compared: in order of first step, a buffer meets those
+    // that start before it ends (O(n log n) plus the pairs live together, where comparing
+    // every pair took minutes at 500,000 buffers).
+    let mut by_first: Vec<usize> = (0..buffers.len())
+        .filter(|&index| buffers[index].size > 0)
+        .collect();
+    by_first.sort_unstable_by_key(|&index| (buffers[index].lifetime.first, index));
+    let mut overlapping = Vec::new();
+    for (at, &a) in by_first.iter().enumerate() {
+        let x = &buffers[a];
+        for &b in by_first[at + 1..]
+            .iter()
+            .take_while(|&&b| buffers[b].lifetime.first <= x.lifetime.last)
+        {
+            let y = &buffers[b];
             let (ox, oy) = (packing.offsets[a], packing.offsets[b]);
             if ox < oy + y.size && oy < ox + x.size {
-                violations.push(format!(
-                    "buffers {a} [{ox}, {}) and {b} [{oy}, {}) overlap while both live",
-                    ox + x.size,
-                    oy + y.size
-                ));
+                overlapping.push((a.min(b), a.max(b)));
             }
         }
+    }
+    overlapping.sort_unstable();
+    for (a, b) in overlapping {
+        let (ox, oy) = (packing.offsets[a], packing.offsets[b]);
+        violations.push(format!(
+            "buffers {a} [{ox}, {}) and {b} [{oy}, {}) overlap while both live",
+            ox + buffers[a].size,
+            oy + buffers[b].size
+        ));
     }
     violations
 }
