@@ -31,6 +31,7 @@
 //! nearly every buffer, and it stops there: those arenas it does not help.
 
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use memplan_planner_kit::{
@@ -103,12 +104,14 @@ impl CriticalSteps {
     /// Packs `buffers` (those it was made from) at the bound as the module documentation
     /// says, until `deadline` (or the host's, if sooner) or the context asks to stop (asked
     /// before each round and by its searches): the lowest packing made, `None` when no round
-    /// completed one.
+    /// completed one. Where `halt` is given, its greedy packings also stop once it is set
+    /// (they do not ask the context: see below).
     pub fn pack(
         &self,
         buffers: &[Buffer],
         deadline: Instant,
         context: &HostContext,
+        halt: Option<&AtomicBool>,
     ) -> Option<CriticalPacking> {
         let bound = self.bound;
         let mut critical_steps = self.first_steps.clone();
@@ -122,7 +125,8 @@ impl CriticalSteps {
             at: Some(deadline),
             context,
         };
-        let time_is_up = || until.time_is_up();
+        let time_is_up =
+            || until.time_is_up() || halt.is_some_and(|halt| halt.load(Ordering::Relaxed));
         let mut best: Option<CriticalPacking> = None;
         for round in 1..=MOST_ROUNDS {
             if round > 1 {
@@ -317,7 +321,7 @@ mod tests {
         assert!(steps.first_critical() * 20 < buffers.len());
         let context = HostContext::detached();
         let critical = steps
-            .pack(&buffers, in_seconds(20), &context)
+            .pack(&buffers, in_seconds(20), &context, None)
             .expect("a round completes");
         assert_eq!(critical.packing.height, bound);
         assert_valid_packing(&buffers, &critical.packing);
@@ -333,7 +337,9 @@ mod tests {
         let steps = CriticalSteps::new(&buffers, bound);
         assert!(steps.first_critical() * 2 > buffers.len());
         let context = HostContext::detached();
-        assert!(steps.pack(&buffers, in_seconds(20), &context).is_none());
+        assert!(steps
+            .pack(&buffers, in_seconds(20), &context, None)
+            .is_none());
     }
 
     #[test]
@@ -342,6 +348,8 @@ mod tests {
         let bound = arena_lower_bound(&buffers);
         let steps = CriticalSteps::new(&buffers, bound);
         let context = HostContext::detached();
-        assert!(steps.pack(&buffers, Instant::now(), &context).is_none());
+        assert!(steps
+            .pack(&buffers, Instant::now(), &context, None)
+            .is_none());
     }
 }
