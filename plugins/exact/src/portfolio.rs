@@ -13,7 +13,7 @@
 //!    (O(n log n) on every trace shape, where the other orders are superlinear on random and
 //!    training traces: the kit's greedy module says why; from [`SIZE_BEFORE_SWEEPS_FROM`]
 //!    buffers [`LARGE_FIRST_SWEEP`] before it), best fit by duration (by size from
-//!    [`SIZE_BEFORE_SWEEPS_FROM`] buffers) second, then the other start-order sweeps
+//!    [`SIZE_BEFORE_SWEEPS_FROM`] buffers) next, then the other start-order sweeps
 //!    (`sweep_variants`) and plain best fit by start, then the other orders. Two threads take
 //!    them from the list in turn; the first always completes, the others stop at the
 //!    deadline, and a candidate at the bound stops those after it. The search starts from
@@ -102,22 +102,23 @@ pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(1);
 /// where time allows: on a 1,000,000-buffer model-like trace by size is 0.03 % above the
 /// bound, done in about 0.9 s), then the other start-order sweeps ([`Candidate::for_arena`]).
 pub const SWEEPS_FROM: usize = SWEEP_FIRST_FROM;
-/// Arenas with at least this many buffers take best fit by size second (beside the first
-/// sweep), and by duration only after the other sweeps: there by size must finish within the
-/// budget (a 1,000,000-buffer model-like trace: 0.56 s), and on random traces both orders
-/// run until the deadline, holding a thread each, which would leave the sweeps none. Below
-/// it by duration goes second (training traces: at the bound within 0.1 s) and by size after
-/// the sweeps.
+/// Arenas with at least this many buffers take best fit by size right after the first two
+/// sweeps ([`LARGE_FIRST_SWEEP`] and the kit's first variant; where a buffer has a fixed
+/// offset, right after the first candidate), and by duration only after the other sweeps:
+/// there by size must finish within the budget where the critical-step search (beside the
+/// candidates there) does not reach the bound (a 1,000,000-buffer model-like trace: 0.56 s),
+/// and on random traces both orders run until the deadline, holding a thread each, which
+/// would leave the sweeps none. Below it by duration goes second (training traces: at the
+/// bound within 0.1 s) and by size after the sweeps.
 pub const SIZE_BEFORE_SWEEPS_FROM: usize = 200_000;
 /// The first candidate from [`SIZE_BEFORE_SWEEPS_FROM`] buffers on (where it applies: no
 /// buffer at a fixed offset), before the kit's first sweep variant. Generated traces of
 /// 300,000-1,000,000 buffers with the default 1 s: random-lifetime `random:1000000` went
 /// from 1.0017 x the bound (at the deadline) to at the bound in 0.82 s, seed 3 from 1.0024 to
 /// 1.0011, training `compiler:1000000:2` and `compiler:400000:2` reach their bound in
-/// 0.52 and 0.19 s instead of 1.0 s. One of the twenty measured ends higher:
-/// `random:1000000:2:1000000`, 1.0548 where the kit's first variant gave 1.0475 (it is
-/// the lower one there, and with the critical-step search beside the candidates it no
-/// longer completes within the second after this one). With 0.3 s the first candidate is
+/// 0.52 and 0.19 s instead of 1.0 s; none of the twenty measured ends higher (the kit's
+/// first variant, lower on `random:1000000:2:1000000`, comes second and completes within
+/// the second there: [`SIZE_BEFORE_SWEEPS_FROM`]). With 0.3 s the first candidate is
 /// all that completes at 1,000,000 buffers: this one is lower on five of the ten traces of
 /// that size, the same on three, higher on the model-like one (1.2007 where the first
 /// variant gives 1.1592) and `random:1000000:2:1000000`, and takes 0.05-0.1 s longer. It
@@ -636,7 +637,8 @@ impl Candidate {
     /// beside the neighbour ending nearest: on 1M random-lifetime buffers 1.0017 x the bound
     /// on both seeds measured in 0.63 s, where plain best fit by start gives 1.0049-1.0063 in
     /// 0.47 s (the kit's `sweep_variants` gives the figures of every variant). From
-    /// [`SIZE_BEFORE_SWEEPS_FROM`] buffers [`LARGE_FIRST_SWEEP`] goes before it.
+    /// [`SIZE_BEFORE_SWEEPS_FROM`] buffers [`LARGE_FIRST_SWEEP`] goes before it, and it before
+    /// best fit by size.
     fn for_arena(buffers: &[Buffer]) -> Vec<Candidate> {
         let greedy: Vec<Candidate> = GREEDY
             .iter()
@@ -683,14 +685,23 @@ impl Candidate {
         } else {
             find(&by_start)
         };
-        // Second, on the other thread, the greedy order likeliest to win at this size; the
+        // Next, on the other thread, the greedy order likeliest to win at this size; the
         // other one after the sweeps (on random traces both run until the deadline, and a
         // thread they hold runs no sweep).
         let (second, later) = match buffers.len() >= SIZE_BEFORE_SWEEPS_FROM {
             true => (find(&by_size), find(&by_duration)),
             false => (find(&by_duration), find(&by_size)),
         };
-        let mut list = vec![first, second];
+        let mut list = vec![first];
+        // Where the large arenas' first sweep went first, the kit's first variant comes
+        // next: the critical-step search holds the other thread there, and the sweeps are
+        // what completes within the second (on `random:1000000:2:1000000` this one is the
+        // lower, 1.0475 x the bound, and best fit by size does not complete on random
+        // traces).
+        if buffers.len() >= SIZE_BEFORE_SWEEPS_FROM && anchored_applies {
+            list.push(sweeps.remove(0));
+        }
+        list.push(second);
         list.extend(sweeps);
         if anchored_applies {
             list.push(find(&by_start));
@@ -1139,11 +1150,11 @@ mod tests {
         let mut huge_trace = trace(SIZE_BEFORE_SWEEPS_FROM as u32);
         let huge = Candidate::for_arena(&huge_trace);
         // There the sweeps out of the busiest step by earliest start go first, then the
-        // kit's first variant.
+        // kit's first variant, then best fit by size.
         assert_eq!(huge[0], Candidate::Sweep(LARGE_FIRST_SWEEP));
-        assert_eq!(huge[2], Candidate::Sweep(SweepVariant::ALL[0]));
+        assert_eq!(huge[1], Candidate::Sweep(SweepVariant::ALL[0]));
         assert!(matches!(
-            huge[1],
+            huge[2],
             Candidate::Greedy(Order::Size, Fit::Best, _)
         ));
         assert!(matches!(
