@@ -1322,13 +1322,15 @@ mod tests {
 
     #[test]
     fn a_search_beside_the_candidates_at_the_bound_stops_all_but_the_first() {
-        // Random lifetimes: best fit by size, the second candidate from SIZE_BEFORE_SWEEPS_FROM
+        // Random lifetimes: best fit by size, the third candidate from SIZE_BEFORE_SWEEPS_FROM
         // buffers, is superlinear there and would run until the deadline. The search beside
-        // reports a packing at the bound at once (a stand-in: its offsets are not looked at),
+        // reports a packing at the bound at once (a stand-in: its offsets are not looked at;
+        // the steps are found before, so that it comes before the first candidate is done),
         // so no candidate but the first, which always completes, may run to its end.
         let buffers = generated_instance("random:250000").unwrap().unwrap();
         let bound = arena_lower_bound(&buffers);
         let candidates = Candidate::for_arena(&buffers);
+        let steps = Mutex::new(Some(CriticalSteps::new(&buffers, bound)));
         let started = Instant::now();
         let deadline = started + Duration::from_secs(30);
         let beside = |_: &HostContext, _: &AtomicBool| {
@@ -1342,7 +1344,8 @@ mod tests {
                 rounds: 1,
                 critical: 0,
             };
-            (CriticalSteps::new(&buffers, bound), Some(found))
+            let steps = steps.lock().unwrap().take().expect("called once");
+            (steps, Some(found))
         };
         let (done, beside) = packer(30.0)
             .run_candidates(
