@@ -34,9 +34,8 @@
 //!    of the default 1 s, where they ended 0.03-8 % above it). Where its first round takes
 //!    more, it runs after step 2 while the best is above the bound, until the deadline: on
 //!    the other core beside the search (step 4) where the search runs, else on this one.
-//!    It leaves arenas whose live bytes come near the bound
-//!    at most steps (random lifetimes over 1,000 steps) to the others: there its rounds
-//!    would take every buffer;
+//!    It leaves arenas whose live bytes come near the bound at most steps (random lifetimes
+//!    over 1,000 steps) to the others: there its rounds would take every buffer;
 //! 4. while the best is above the bound and time remains, on arenas of at most
 //!    [`EXACT_MAX_BUFFERS`] buffers, two things at once until the deadline (`time_limit_s`,
 //!    default [`DEFAULT_TIME_LIMIT`], shared by every arena of the plan; the host's
@@ -240,11 +239,11 @@ impl Packer for PortfolioPacker {
     ) -> Result<Packing, PlanError> {
         let bound = arena_lower_bound(buffers);
         let deadline = self.exact.deadline();
-        // The critical-step search shares what is left of the sooner of this deadline and
-        // the host's (`--timeout`), so that the candidates after it keep their share.
-        let time_left_here = || {
-            Deadline::sooner_than_host(deadline, context).saturating_duration_since(Instant::now())
-        };
+        // The sooner of this deadline and the host's (`--timeout`): the critical-step search
+        // shares what is left of it, so that the candidates after it keep their share, and
+        // what runs on the other thread (whose context has no deadline) stops by it.
+        let sooner = Deadline::sooner_than_host(deadline, context);
+        let time_left_here = || sooner.saturating_duration_since(Instant::now());
         let half_the_time_left = || Instant::now() + time_left_here() / 2;
         // The critical-step search goes first where the live bytes come near the bound at
         // few steps (a plan at the bound then needs no candidate), else after the candidates.
@@ -272,7 +271,6 @@ impl Packer for PortfolioPacker {
         let candidates = Candidate::for_arena(buffers);
         // Beside the candidates the other core finds the critical steps and, where they are
         // sparse, runs the search on them until the sooner of the deadline and the host's.
-        let sooner = Deadline::sooner_than_host(deadline, context);
         let critical_beside_candidates = |context: &HostContext, halt: &AtomicBool| {
             let steps = CriticalSteps::new(buffers, bound);
             let found = match is_sparse(&steps) {
@@ -349,9 +347,8 @@ impl Packer for PortfolioPacker {
             let race = Race::new();
             let this = std::thread::current();
             // The other thread's context has no deadline of its own: the critical-step search
-            // and the climbing there stop by the clock at the sooner of this deadline and the
-            // host's (a greedy packing of theirs can take a while).
-            let sooner = Deadline::sooner_than_host(deadline, context);
+            // and the climbing there stop by the clock at `sooner` (a greedy packing of
+            // theirs can take a while).
             let (searched, other) = std::thread::scope(|scope| {
                 // The other core runs the critical-step search where it is still to run, then
                 // climbs where climbing has measured gains, else it runs a second search with
@@ -492,11 +489,10 @@ impl PortfolioPacker {
         let next = AtomicUsize::new(1);
         // Candidates after this one need not run: it reached the bound.
         let last_needed = AtomicUsize::new(usize::MAX);
-        // Set when the host asks to stop (asked on this thread only: the context is not
-        // shared) or the other thread should end.
-        let give_up = AtomicBool::new(false);
-        // Stops `beside`: its context's stop request (set with `give_up`, and when the first
-        // candidate reaches the bound).
+        // Its `stop_other` is set when the host asks to stop (asked on this thread only: the
+        // context is not shared), which ends the other thread's candidates, and when the
+        // first candidate reaches the bound, which stops `beside` (its context's stop
+        // request; the candidates after the first stop then by `last_needed`).
         let race = Race::new();
         let done: Mutex<Vec<(usize, Packing)>> = Mutex::new(Vec::new());
         let work = |mut index: usize, host_stop: &dyn Fn() -> bool| {
@@ -526,7 +522,6 @@ impl PortfolioPacker {
         let asked = || {
             let stop = context.should_stop();
             if stop {
-                give_up.store(true, Ordering::Relaxed);
                 race.stop_other.store(true, Ordering::Relaxed);
             }
             stop
@@ -537,8 +532,7 @@ impl PortfolioPacker {
             // small model).
             let this = std::thread::current();
             let other = (candidates.len() > 1 || beside.is_some()).then(|| {
-                let (work, next, give_up, race, last_needed) =
-                    (&work, &next, &give_up, &race, &last_needed);
+                let (work, next, race, last_needed) = (&work, &next, &race, &last_needed);
                 scope.spawn(move || {
                     let beside_result = beside.map(|beside| {
                         let lane = Lane::new(race, Side::Other, None);
@@ -549,7 +543,7 @@ impl PortfolioPacker {
                         (steps, found)
                     });
                     work(next.fetch_add(1, Ordering::Relaxed), &|| {
-                        give_up.load(Ordering::Relaxed)
+                        race.stop_other.load(Ordering::Relaxed)
                     });
                     this.unpark();
                     beside_result
