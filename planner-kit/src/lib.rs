@@ -14,7 +14,9 @@
 //! Packing algorithms shared by several planners live here too, so that no planner
 //! duplicates another: [`bump`] (no reuse: `linear`, constants, persistent tensors) and
 //! [`greedy`] (size-ordered best/first fit: `greedy-bestfit`, and the start of searches),
-//! [`sweep_variants`] (start-order packing run backwards or out of the busiest step).
+//! [`sweep_variants`] (start-order packing run backwards or out of the busiest step),
+//! [`one_pass`] (a packing several times cheaper than a sweep, to fall back on when time is
+//! too short for one).
 //! [`options`] parses `--planner-options` uniformly.
 //!
 //! Test helpers (request builders, a seeded generator, packing and plan validity checks) are
@@ -24,6 +26,7 @@
 pub mod bump;
 pub mod greedy;
 pub mod grouped;
+pub mod one_pass;
 pub mod options;
 mod plan;
 pub mod random;
@@ -37,6 +40,7 @@ pub use greedy::{
     GapChoice, Order, Stopped, Timeline,
 };
 pub use grouped::Grouped;
+pub use one_pass::{pack_one_pass, pack_one_pass_until};
 pub use options::PlannerOptions;
 pub use plan::plan_with_packer;
 pub use random::XorShift64Star;

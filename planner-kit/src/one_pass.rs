@@ -1,0 +1,483 @@
+//! One-pass packing: a packing of any arena in one pass over time, several times cheaper than
+//! the start-order sweep, for when the time left is too short for that sweep (a sweep of
+//! 1,000,000 buffers takes 0.25-0.85 s on the 2-core machine we measure on) and a packing must
+//! still come back within the limit. It is a packing to fall back on, not one to compete with
+//! the sweeps: its height is well above theirs.
+//!
+//! # Algorithm
+//!
+//! Buffers at a fixed offset keep it; the others are packed above the highest of them, so
+//! that none overlaps a fixed one. Those are walked in order of their first step, one of two
+//! ways, chosen by how many buffers are live at a step on average (the sum of the lifetimes
+//! over the steps spanned):
+//!
+//! - **Few live** (at most [`FEW_LIVE`]): best fit among the live buffers. The live buffers
+//!   are kept in a list sorted by offset; a buffer drops those whose last step is before its
+//!   first, then takes the smallest gap between them that fits (the top if none does). Each
+//!   buffer costs a scan of the live list, so this is only cheap where it is short.
+//! - **Many live**: size classes. Every size is rounded up to its class: sizes up to 16 bytes
+//!   are classes of their own, larger ones are rounded up to `m x 2^e` with `m` in 9..=16, so
+//!   a buffer gets at most 1/8 more bytes than it asked for. Each class owns a region of the
+//!   arena cut into slots of the class size (rounded up to the largest alignment among the
+//!   classes of the buffers that held one). A buffer takes its class's most recently freed slot, else a free
+//!   slot of one of the next [`BORROWED_CLASSES`] classes (the smallest), else a new slot of
+//!   its class, and gives the slot back after its last step. A region is as tall as its slot
+//!   size times the most of its slots held at once: close to the bound where many buffers of
+//!   every class are live at each step, above it where few are (each class then holds a
+//!   region nearly alone; borrowing halves that on the generated traces measured).
+//!
+//! Invariants: a buffer is placed in a gap among every buffer live at its first step (few
+//! live), or in a slot that no buffer live at its first step holds (many live; the regions
+//! do not overlap); a buffer placed later starts no earlier, so it is live together with an
+//! earlier one exactly when that one is still live at its first step. So no two buffers live
+//! together share a byte.
+//!
+//! Measured (release build, this 2-core machine; generated traces of the kit's
+//! `testing::generated_instance`, seed 1 unless given; height over the lower bound, against
+//! plain best fit by start):
+//!
+//! | trace | live per step (average) | one pass | best fit by start |
+//! |---|---|---|---|
+//! | random, 1M | 48,853 | 1.053, 120 ms | 1.0049, 447 ms |
+//! | random, 1M, seed 3 | 48,832 | 1.062, 120 ms | 1.0049, 431 ms |
+//! | random, 1M over 1M steps, seed 2 | 50 | 1.564, 163 ms | 1.0949, 349 ms |
+//! | random, 400k over 400k steps, seed 6 | 50 | 1.502, 36 ms | 1.0807, 113 ms |
+//! | random, 700k over 20k steps, seed 5 | 1,766 | 1.130, 70 ms | 1.0263, 259 ms |
+//! | model-like, 1M | 11 | 1.147, 94 ms | 1.1762, 234 ms |
+//! | model-like, 2M | 11 | 1.141, 231 ms | 1.1701, 452 ms |
+//! | training (compiler), 1M, seed 2 | 82,412 | 1.145, 60 ms | 1.0001, 429 ms |
+//! | training, even sizes, 300k, seed 3 | 24,633 | 1.127, 14 ms | 1.0015, 116 ms |
+//! | band, 1M | 5,970 | 1.000, 81 ms | 1.0000, 146 ms |
+//! | all-live, 1M | 1,000,000 | 1.041, 52 ms | 1.0000, 145 ms |
+//!
+//! Without borrowing, the size classes gave 3.04 on the 1M trace over 1M steps and 7.49 on
+//! the model-like one (now packed by best fit among few); borrowing from up to 8 classes
+//! gave 1.44 there but 1.245 on the training trace.
+//!
+//! Cost: the buffers ordered by first step (and by last step for the size classes): a
+//! counting sort where the steps span at most a few times as many steps as buffers, else a
+//! comparison sort, O(n log n); then the pass, O(n) for the size classes and O(n x live)
+//! for few live.
+
+use crate::{Buffer, Packing, Stopped};
+use memplan_plugin_api::bounds::align_up;
+
+/// Buffers placed between two calls of a one-pass packing's `stop` callback.
+const ONE_PASS_POLL_BUFFERS: usize = 4096;
+
+/// Arenas with at most this many buffers live at a step on average are packed by best fit
+/// among the live buffers; those with more by size classes (see the module documentation).
+pub const FEW_LIVE: u64 = 16;
+
+/// A buffer whose own size class has no free slot takes a free one of the next this many
+/// classes (at most half an octave larger) before its class grows a slot.
+pub const BORROWED_CLASSES: usize = 4;
+
+/// The number of size classes: sizes 1..=16, then 8 per power of two from 2^4 to 2^64.
+const CLASSES: usize = 17 + 8 * 60;
+
+/// Packs `buffers` in one pass over time (see the module documentation).
+pub fn pack_one_pass(buffers: &[Buffer]) -> Packing {
+    match pack_one_pass_until(buffers, &|| false) {
+        Ok(packing) => packing,
+        Err(Stopped) => unreachable!("a packing that is never asked to stop does not stop"),
+    }
+}
+
+/// [`pack_one_pass`] that asks `stop` whether to give up every few thousand buffers of its
+/// pass (not during its sorts: 10-40 ms at 1,000,000 buffers).
+pub fn pack_one_pass_until(
+    buffers: &[Buffer],
+    stop: &dyn Fn() -> bool,
+) -> Result<Packing, Stopped> {
+    let base = buffers
+        .iter()
+        .filter_map(|buffer| buffer.fixed_offset.get().map(|offset| offset + buffer.size))
+        .max()
+        .unwrap_or(0);
+    let packed: Vec<u32> = (0..buffers.len() as u32)
+        .filter(|&index| buffers[index as usize].fixed_offset.is_none())
+        .collect();
+    let mut offsets: Vec<u64> = buffers
+        .iter()
+        .map(|buffer| buffer.fixed_offset.get().unwrap_or(0))
+        .collect();
+    let starts = by_step(buffers, &packed, |buffer| buffer.lifetime.first);
+    if average_live(buffers, &packed) <= FEW_LIVE {
+        best_fit_among_few(buffers, &starts, base, &mut offsets, stop)?;
+    } else {
+        let ends = by_step(buffers, &packed, |buffer| buffer.lifetime.last);
+        size_classes(buffers, &starts, &ends, base, &mut offsets, stop)?;
+    }
+    let height = buffers
+        .iter()
+        .zip(&offsets)
+        .map(|(buffer, offset)| offset.saturating_add(buffer.size))
+        .max()
+        .unwrap_or(0);
+    Ok(Packing {
+        offsets,
+        height,
+        note: String::new(),
+    })
+}
+
+/// Whether the pass should ask `stop` after `placed` buffers, and `stop`'s answer.
+fn stopped(placed: usize, stop: &dyn Fn() -> bool) -> Result<(), Stopped> {
+    match placed % ONE_PASS_POLL_BUFFERS == ONE_PASS_POLL_BUFFERS - 1 && stop() {
+        true => Err(Stopped),
+        false => Ok(()),
+    }
+}
+
+/// The buffers `packed` (indices into `buffers`) as `step << 32 | index`, ascending by the
+/// step `step` gives then by index.
+fn by_step(buffers: &[Buffer], packed: &[u32], step: fn(&Buffer) -> u32) -> Vec<u64> {
+    let key = |index: u32| (u64::from(step(&buffers[index as usize])) << 32) | u64::from(index);
+    let (Some(low), Some(high)) = (
+        packed.iter().map(|&i| step(&buffers[i as usize])).min(),
+        packed.iter().map(|&i| step(&buffers[i as usize])).max(),
+    ) else {
+        return Vec::new();
+    };
+    let span = (high - low) as usize + 1;
+    if span > 4 * packed.len() + 1024 {
+        let mut keys: Vec<u64> = packed.iter().map(|&index| key(index)).collect();
+        keys.sort_unstable();
+        return keys;
+    }
+    // Counting sort: `packed` is ascending, so each step's buffers stay in index order.
+    let mut first_at = vec![0usize; span + 1];
+    for &index in packed {
+        first_at[(step(&buffers[index as usize]) - low) as usize + 1] += 1;
+    }
+    for at in 1..first_at.len() {
+        first_at[at] += first_at[at - 1];
+    }
+    let mut keys = vec![0u64; packed.len()];
+    for &index in packed {
+        let slot = &mut first_at[(step(&buffers[index as usize]) - low) as usize];
+        keys[*slot] = key(index);
+        *slot += 1;
+    }
+    keys
+}
+
+/// How many of the buffers `packed` are live at a step on average over the steps they span.
+fn average_live(buffers: &[Buffer], packed: &[u32]) -> u64 {
+    let lifetimes = packed.iter().map(|&index| buffers[index as usize].lifetime);
+    let (Some(first), Some(last)) = (
+        lifetimes.clone().map(|lifetime| lifetime.first).min(),
+        lifetimes.clone().map(|lifetime| lifetime.last).max(),
+    ) else {
+        return 0;
+    };
+    let steps: u64 = lifetimes
+        .map(|lifetime| u64::from(lifetime.last - lifetime.first) + 1)
+        .sum();
+    steps / (u64::from(last - first) + 1)
+}
+
+/// The index and the step of a key of [`by_step`].
+fn split(key: u64) -> (usize, u32) {
+    (key as u32 as usize, (key >> 32) as u32)
+}
+
+/// Places the buffers of `starts` (see [`by_step`]) from `base` up, each in the smallest gap
+/// among the buffers live at its first step that fits it.
+fn best_fit_among_few(
+    buffers: &[Buffer],
+    starts: &[u64],
+    base: u64,
+    offsets: &mut [u64],
+    stop: &dyn Fn() -> bool,
+) -> Result<(), Stopped> {
+    /// A placed buffer: its offset, its end (offset + size) and its last step.
+    struct Live {
+        offset: u64,
+        end: u64,
+        last: u32,
+    }
+    let mut live: Vec<Live> = Vec::new(); // ascending by offset
+    for (placed, &key) in starts.iter().enumerate() {
+        stopped(placed, stop)?;
+        let (index, first) = split(key);
+        let buffer = &buffers[index];
+        // One pass over the live list drops the buffers whose last step is before this one's
+        // first (moving the others down over them) and finds the smallest gap that fits
+        // between those kept: (its size, its offset, where it goes in `live`).
+        let mut best: Option<(u64, u64, usize)> = None;
+        let mut below = base;
+        let mut kept = 0;
+        for read in 0..live.len() {
+            let placed = &live[read];
+            if placed.last < first {
+                continue;
+            }
+            let offset = align_up(below, buffer.alignment);
+            if offset.saturating_add(buffer.size) <= placed.offset {
+                let gap = placed.offset - below;
+                if best.is_none_or(|(smallest, _, _)| gap < smallest) {
+                    best = Some((gap, offset, kept));
+                }
+            }
+            below = below.max(placed.end);
+            live.swap(kept, read);
+            kept += 1;
+        }
+        live.truncate(kept);
+        let (offset, position) = match best {
+            Some((_, offset, position)) => (offset, position),
+            None => (align_up(below, buffer.alignment), live.len()),
+        };
+        offsets[index] = offset;
+        let end = offset.saturating_add(buffer.size);
+        let last = buffer.lifetime.last;
+        live.insert(position, Live { offset, end, last });
+    }
+    Ok(())
+}
+
+/// The size class of `size` (an index below [`CLASSES`]) and its size, at least `size`.
+fn size_class(size: u64) -> (usize, u64) {
+    if size <= 16 {
+        return (size as usize, size);
+    }
+    // The class size is m x 2^shift with m in 9..=16: `shift` keeps the top four bits of
+    // size - 1 (8..=15), and one more of them rounds it up.
+    let bits = 64 - (size - 1).leading_zeros();
+    let shift = bits - 4;
+    let top = (size - 1) >> shift;
+    let class_size = u64::try_from(u128::from(top + 1) << shift).unwrap_or(u64::MAX);
+    let index = 17 + 8 * (shift as usize - 1) + (top as usize - 8);
+    (index, class_size)
+}
+
+/// Places the buffers of `starts` (see [`by_step`]; `ends` the same buffers by last step)
+/// from `base` up, by size class.
+fn size_classes(
+    buffers: &[Buffer],
+    starts: &[u64],
+    ends: &[u64],
+    base: u64,
+    offsets: &mut [u64],
+    stop: &dyn Fn() -> bool,
+) -> Result<(), Stopped> {
+    // Per buffer, its own class (found in one pass in buffer order: looked up in start
+    // order, the buffers' sizes were a cache miss each, half the time at 1,000,000), then the
+    // class whose slot it holds, and that slot.
+    let mut class_of = vec![0u16; buffers.len()];
+    let mut slot_of = vec![0u32; buffers.len()];
+    let mut class_size = vec![0u64; CLASSES];
+    // Per class, the largest alignment of its own buffers, then of those holding its slots.
+    let mut own_alignment = vec![1u64; CLASSES];
+    for (index, buffer) in buffers.iter().enumerate() {
+        if buffer.fixed_offset.is_none() {
+            let (own, size) = size_class(buffer.size);
+            class_of[index] = own as u16;
+            class_size[own] = size;
+            own_alignment[own] = own_alignment[own].max(buffer.alignment);
+        }
+    }
+    let mut alignment = vec![1u64; CLASSES];
+    let mut free_slots: Vec<Vec<u32>> = vec![Vec::new(); CLASSES];
+    let mut slots = vec![0u32; CLASSES];
+    let mut ends = ends.iter().map(|&key| split(key)).peekable();
+    for (placed, &key) in starts.iter().enumerate() {
+        stopped(placed, stop)?;
+        let (index, first) = split(key);
+        // Buffers whose last step is before this one's first give their slots back.
+        while let Some((ended, _)) = ends.next_if(|&(_, last)| last < first) {
+            free_slots[usize::from(class_of[ended])].push(slot_of[ended]);
+        }
+        let own = usize::from(class_of[index]);
+        // Its own class's free slot, else the smallest free one of the next few classes,
+        // else a new one of its own class.
+        let class = (own..(own + 1 + BORROWED_CLASSES).min(CLASSES))
+            .find(|&class| !free_slots[class].is_empty())
+            .unwrap_or(own);
+        alignment[class] = alignment[class].max(own_alignment[own]);
+        let slot = free_slots[class].pop().unwrap_or_else(|| {
+            slots[class] += 1;
+            slots[class] - 1
+        });
+        class_of[index] = class as u16;
+        slot_of[index] = slot;
+    }
+    // The regions one after another from `base`, the most aligned first so that little is
+    // lost to aligning their starts: (start, slot size) per class.
+    let mut classes: Vec<usize> = (0..CLASSES).filter(|&class| slots[class] > 0).collect();
+    classes.sort_unstable_by_key(|&class| std::cmp::Reverse(alignment[class]));
+    let mut region = vec![(0u64, 0u64); CLASSES];
+    let mut top = base;
+    for class in classes {
+        let slot_size = align_up(class_size[class], alignment[class]);
+        let start = align_up(top, alignment[class]);
+        region[class] = (start, slot_size);
+        top = start.saturating_add(u64::from(slots[class]).saturating_mul(slot_size));
+    }
+    for &key in starts {
+        let (index, _) = split(key);
+        let (start, slot_size) = region[usize::from(class_of[index])];
+        offsets[index] = start.saturating_add(u64::from(slot_of[index]).saturating_mul(slot_size));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{generated_instance, packing_violations};
+    use crate::{arena_lower_bound, FixedOffset};
+    use memplan_plugin_api::Lifetime;
+
+    fn buffer(size: u64, alignment: u64, first: u32, last: u32) -> Buffer {
+        Buffer {
+            size,
+            alignment,
+            lifetime: Lifetime::new(first, last),
+            fixed_offset: FixedOffset::NONE,
+        }
+    }
+
+    #[test]
+    fn size_classes_round_up_by_at_most_an_eighth() {
+        let mut sizes: Vec<u64> = (1..5000).collect();
+        sizes.extend([
+            1 << 20,
+            (1 << 20) + 1,
+            u64::MAX / 3,
+            (1 << 62) + 12345,
+            u64::MAX,
+        ]);
+        for size in sizes {
+            let (class, class_size) = size_class(size);
+            assert!(class < CLASSES, "size {size}: class {class}");
+            assert!(class_size >= size, "size {size}: class size {class_size}");
+            assert!(
+                class_size - size <= size / 8,
+                "size {size}: class size {class_size}"
+            );
+            // Every size of a class rounds up to the same class size.
+            assert_eq!(size_class(class_size), (class, class_size), "size {size}");
+        }
+    }
+
+    #[test]
+    fn every_generated_shape_is_packed_without_overlaps_both_ways() {
+        for spec in [
+            "random:3000",
+            "random:2000:2:20000",
+            "band:5000",
+            "all-live:2000",
+            "model:4000",
+            "compiler:3000",
+            "even-compiler:2000",
+        ] {
+            let buffers = generated_instance(spec)
+                .expect("a generator spec")
+                .expect("a valid spec");
+            let bound = arena_lower_bound(&buffers);
+            let packed: Vec<u32> = (0..buffers.len() as u32).collect();
+            let starts = by_step(&buffers, &packed, |buffer| buffer.lifetime.first);
+            let ends = by_step(&buffers, &packed, |buffer| buffer.lifetime.last);
+            let mut by_scan = vec![0; buffers.len()];
+            best_fit_among_few(&buffers, &starts, 0, &mut by_scan, &|| false).unwrap();
+            let mut by_class = vec![0; buffers.len()];
+            size_classes(&buffers, &starts, &ends, 0, &mut by_class, &|| false).unwrap();
+            let whole = pack_one_pass(&buffers);
+            for offsets in [by_scan, by_class] {
+                let height = buffers.iter().zip(&offsets).map(|(b, o)| o + b.size).max();
+                let packing = Packing {
+                    offsets,
+                    height: height.unwrap_or(0),
+                    note: String::new(),
+                };
+                assert_eq!(
+                    packing_violations(&buffers, &packing),
+                    Vec::<String>::new(),
+                    "{spec}"
+                );
+                assert!(packing.height >= bound, "{spec}");
+            }
+            assert!(packing_violations(&buffers, &whole).is_empty(), "{spec}");
+        }
+    }
+
+    #[test]
+    fn the_steps_are_ordered_by_counting_or_by_comparing() {
+        // Dense steps take the counting sort, steps far apart the comparison sort; both give
+        // the buffers by step, then by index.
+        for spread in [1u32, 1_000_000] {
+            let buffers: Vec<Buffer> = [5u32, 2, 5, 0, 2]
+                .iter()
+                .map(|&step| buffer(8, 1, step * spread, step * spread + 1))
+                .collect();
+            let keys = by_step(&buffers, &[0, 1, 2, 3, 4], |b| b.lifetime.first);
+            let order: Vec<usize> = keys.iter().map(|&key| split(key).0).collect();
+            assert_eq!(order, vec![3, 1, 4, 0, 2], "spread {spread}");
+        }
+    }
+
+    #[test]
+    fn few_live_buffers_take_the_smallest_gap_that_fits() {
+        // At step 2 the buffers live are at [0, 100), [300, 350) and [400, 410) (those at
+        // [100, 300) and [350, 400) ended at step 1): a 40-byte buffer takes the 50-byte gap
+        // at 350, not the 200-byte one at 100.
+        let buffers = [
+            buffer(100, 1, 0, 5),
+            buffer(200, 1, 0, 1),
+            buffer(50, 1, 0, 5),
+            buffer(50, 1, 0, 1),
+            buffer(10, 1, 0, 5),
+            buffer(40, 1, 2, 3),
+        ];
+        let packing = pack_one_pass(&buffers);
+        assert_eq!(packing.offsets, vec![0, 100, 300, 350, 400, 350]);
+        assert_eq!(packing.height, 410);
+    }
+
+    #[test]
+    fn buffers_of_one_class_reuse_slots_as_their_lifetimes_end() {
+        // 40 buffers of 100 bytes (class 104, slots of 112 with 16-byte alignment), two live
+        // at every step, over as many steps: many live on average is false here, so the
+        // size classes are called directly. Two slots, reused.
+        let buffers: Vec<Buffer> = (0..40).map(|i| buffer(100, 16, i, i + 1)).collect();
+        let packed: Vec<u32> = (0..40).collect();
+        let starts = by_step(&buffers, &packed, |b| b.lifetime.first);
+        let ends = by_step(&buffers, &packed, |b| b.lifetime.last);
+        let mut offsets = vec![0; buffers.len()];
+        size_classes(&buffers, &starts, &ends, 0, &mut offsets, &|| false).unwrap();
+        for (i, offset) in offsets.iter().enumerate() {
+            assert_eq!(*offset, (i as u64 % 2) * 112, "buffer {i}");
+        }
+    }
+
+    #[test]
+    fn a_one_pass_packing_stops_when_asked_both_ways() {
+        for spec in ["model:20000", "random:20000"] {
+            let buffers = generated_instance(spec)
+                .expect("a generator spec")
+                .expect("a valid spec");
+            assert_eq!(
+                pack_one_pass_until(&buffers, &|| true),
+                Err(Stopped),
+                "{spec}"
+            );
+            // A packing of fewer buffers than are placed between polls always completes.
+            let few = &buffers[..ONE_PASS_POLL_BUFFERS - 1];
+            assert!(pack_one_pass_until(few, &|| true).is_ok(), "{spec}");
+        }
+    }
+
+    #[test]
+    fn fixed_buffers_keep_their_offsets_and_the_others_go_above_them() {
+        let mut fixed = buffer(64, 1, 0, 9);
+        fixed.fixed_offset = FixedOffset::at(1000);
+        let buffers = [fixed, buffer(7, 8, 0, 9), buffer(5, 1, 3, 4)];
+        let packing = pack_one_pass(&buffers);
+        assert_eq!(packing.offsets, vec![1000, 1064, 1071]);
+        assert_eq!(packing.height, 1076);
+        assert!(packing_violations(&buffers, &packing).is_empty());
+    }
+}
