@@ -15,9 +15,13 @@
 //!    buffers [`LARGE_FIRST_SWEEP`] before it), best fit by duration (by size from
 //!    [`SIZE_BEFORE_SWEEPS_FROM`] buffers) next, then the other start-order sweeps
 //!    (`sweep_variants`) and plain best fit by start, then the other orders. Two threads take
-//!    them from the list in turn; the first always completes, the others stop at the
-//!    deadline, and a candidate at the bound stops those after it. The search starts from
-//!    the lowest of them;
+//!    them from the list in turn; the others stop at the deadline, and a candidate at the
+//!    bound stops those after it. The first completes unless the time is too short for it:
+//!    from [`SWEEPS_FROM`] buffers, where it is not done shortly before the limit's
+//!    allowance (10 % and 50 ms) runs out, a third thread makes the kit's one-pass packing
+//!    (`one_pass`: 0.05-0.17 s at 1,000,000 buffers, 1.05-1.56 x the bound on the generated
+//!    traces), which then stands in for it (`run_candidates`), so that every arena gets a
+//!    plan within the limit. The search starts from the lowest of them;
 //! 3. on arenas of [`CRITICAL_FROM`] buffers or more, the *critical-step search*
 //!    ([`CriticalSteps`]): the exact search packs the buffers live where the live bytes
 //!    come within 10 % of the bound at the bound, the kit's greedy packer the others around
@@ -78,9 +82,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use memplan_planner_kit::{
-    arena_lower_bound, greedy_ranks, pack_greedy_ranked, pack_greedy_until, pack_sweep_variant,
-    plan_with_packer, Buffer, Fit, GapChoice, Order, Packer, Packing, PeakStacking, PlannerOptions,
-    Stopped, SweepVariant, XorShift64Star,
+    arena_lower_bound, greedy_ranks, pack_greedy_ranked, pack_greedy_until, pack_one_pass,
+    pack_one_pass_until, pack_sweep_variant, plan_with_packer, Buffer, Fit, GapChoice, Order,
+    Packer, Packing, PeakStacking, PlannerOptions, Stopped, SweepVariant, XorShift64Star,
 };
 use memplan_plugin_api::abi_stable::std_types::RStr;
 use memplan_plugin_api::{
@@ -96,7 +100,8 @@ use crate::search::Deadline;
 /// Search time for a whole plan when `time_limit_s` is not given.
 pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(1);
 /// Arenas with at least this many buffers take an O(n log n) start-order sweep first (the
-/// one candidate that always completes: see [`SWEEP_FIRST_FROM`]), then best fit by
+/// one candidate that completes unless the time is too short even for it, where the
+/// one-pass packing stands in: see [`SWEEP_FIRST_FROM`] and `run_candidates`), then best fit by
 /// duration and by size (greedy-bestfit's own packing, so that the portfolio is not above it
 /// where time allows: on a 1,000,000-buffer model-like trace by size is 0.03 % above the
 /// bound, done in about 0.9 s), then the other start-order sweeps ([`Candidate::for_arena`]).
@@ -118,7 +123,8 @@ pub const SIZE_BEFORE_SWEEPS_FROM: usize = 200_000;
 /// bound in 0.52 and 0.19 s instead of 1.0 s; none of the twenty measured ends higher (the
 /// kit's first variant, lower on `random:1000000:2:1000000`, comes second and completes
 /// within the second there: [`SIZE_BEFORE_SWEEPS_FROM`]). With 0.3 s the first candidate
-/// is all that completes at 1,000,000 buffers: this one is lower on five of the ten traces
+/// was all that completed at 1,000,000 buffers (the one-pass packing now stands in for it
+/// there: `run_candidates`): this one is lower on five of the ten traces
 /// of that size, the same on three, higher on the model-like one (1.2007 where the first
 /// variant gives 1.1592) and `random:1000000:2:1000000`, and takes 0.05-0.15 s longer. The
 /// band and all-live traces of 1,000,000 buffers take 0.28 s instead of 0.19-0.21 s (both
@@ -201,6 +207,8 @@ pub struct PortfolioPacker {
     /// The search the second core runs beside it where no hill climbing does: restarts only
     /// ([`SECOND_SEARCH`]), same deadline.
     second: ExactPacker,
+    /// When the packer was made: the plan's time limits count from here.
+    started: Instant,
 }
 
 /// The techniques of the search on the second core: no persistent searches. Measured on
@@ -218,9 +226,14 @@ pub const SECOND_SEARCH: Techniques = Techniques {
 impl PortfolioPacker {
     /// A packer whose searches stop `time_limit` from now.
     pub fn new(time_limit: Duration) -> PortfolioPacker {
+        let started = Instant::now();
         let exact = ExactPacker::new(time_limit);
         let second = ExactPacker::new(time_limit).with_techniques(SECOND_SEARCH);
-        PortfolioPacker { exact, second }
+        PortfolioPacker {
+            exact,
+            second,
+            started,
+        }
     }
 }
 
@@ -281,11 +294,40 @@ impl Packer for PortfolioPacker {
         };
         let beside: Option<&CriticalBeside<'_>> =
             (critical_applies && large).then_some(&critical_beside_candidates);
-        let (greedy, beside) =
-            self.run_candidates(&candidates, buffers, bound, deadline, beside, context)?;
+        let insurance = self.insurance(buffers, sooner);
+        let (mut greedy, beside, insured) = self.run_candidates(
+            &candidates,
+            buffers,
+            bound,
+            deadline,
+            beside,
+            insurance,
+            context,
+        );
+        // Where the first candidate did not complete (it gave way to the one-pass packing, or
+        // the host asked to stop), the one-pass packing stands in for it: made by the
+        // insurance, else here where no other candidate completed either (a fraction of a
+        // sweep's time; the host's grace is a second at least).
+        let mut candidates = candidates;
+        let stand_in = match insured {
+            Some(packing) => Some(packing),
+            None => greedy.is_empty().then(|| pack_one_pass(buffers)),
+        };
+        if let Some(packing) = stand_in {
+            context.warn(&format!(
+                "portfolio: the time left was too short for a sweep of {} buffers; a one-pass \
+                 packing ({:.3} x the lower bound {bound}) stands in for it: allow more time \
+                 (option time_limit_s, --timeout) for a lower plan",
+                buffers.len(),
+                packing.height as f64 / bound.max(1) as f64,
+            ));
+            candidates.push(Candidate::OnePass);
+            greedy.push((candidates.len() - 1, packing));
+        }
         // Where the critical-step search ran beside the candidates, it ranks after the first
-        // and before the others: it wins a tie with any but the first (which always
-        // completes), so that the plan does not depend on which finished first.
+        // and before the others: it wins a tie with any but the first (which completes unless
+        // the one-pass packing stands in), so that the plan does not depend on which finished
+        // first.
         let mut critical_ranks_second = false;
         if let Some((steps, found)) = beside {
             sparse = is_sparse(&steps);
@@ -305,7 +347,7 @@ impl Packer for PortfolioPacker {
             .iter()
             .filter_map(|(index, packing)| match candidates[*index] {
                 Candidate::Greedy(order, fit, _) => Some(((packing.height, *index), (order, fit))),
-                Candidate::Sweep(_) => None,
+                Candidate::Sweep(_) | Candidate::OnePass => None,
             })
             .min_by_key(|&(key, _)| key)
             .map_or((Order::Start, Fit::Best), |(_, order_and_fit)| {
@@ -467,8 +509,8 @@ impl PortfolioPacker {
     /// The candidates that complete (index into `candidates`, packing), in list order. Two
     /// threads take them from the list in turn until it ends, time runs out, or one reaches
     /// `bound` (then the later ones stop; the earlier ones still complete, so that the lowest
-    /// first one at the bound wins whatever the timing). The first always completes unless
-    /// the host asks to stop; the others stop at `deadline` too.
+    /// first one at the bound wins whatever the timing). The first completes unless the host
+    /// asks to stop or `insurance` stops it; the others stop at `deadline` too.
     ///
     /// `beside`, if given, runs on the other thread before it takes candidates, with a
     /// context that asks it to stop once the first candidate reaches the bound or the host
@@ -476,6 +518,15 @@ impl PortfolioPacker {
     /// candidates'. It ranks between the first candidate and the second: the caller keeps it
     /// over any but the first on a tie, so where it reports a packing at the bound, the
     /// candidates after the first stop as they would for the second reaching it.
+    ///
+    /// `insurance`, if given, insures the first candidate against running past the limit:
+    /// where it is not done at `insurance.from`, a third thread makes the one-pass packing
+    /// (called off once the first candidate completes; made at once where the first stops
+    /// without completing), and once that packing is made and `insurance.until` has come the
+    /// first candidate stops. Where `insurance.from` has come before the call, the other
+    /// thread stays idle (see `short`). The one-pass packing comes back only where the first
+    /// candidate did not complete.
+    #[allow(clippy::too_many_arguments)]
     fn run_candidates(
         &self,
         candidates: &[Candidate],
@@ -483,8 +534,9 @@ impl PortfolioPacker {
         bound: u64,
         deadline: Instant,
         beside: Option<&CriticalBeside<'_>>,
+        insurance: Option<Insurance>,
         context: &HostContext,
-    ) -> Result<CandidatesRun, PlanError> {
+    ) -> CandidatesRun {
         // The next candidate to hand out (the first goes to this thread).
         let next = AtomicUsize::new(1);
         // Candidates after this one need not run: it reached the bound.
@@ -495,6 +547,8 @@ impl PortfolioPacker {
         // request; the candidates after the first stop then by `last_needed`).
         let race = Race::new();
         let done: Mutex<Vec<(usize, Packing)>> = Mutex::new(Vec::new());
+        // Set once the first candidate has completed, which calls the insurance off.
+        let first_completed = AtomicBool::new(false);
         let work = |mut index: usize, host_stop: &dyn Fn() -> bool| {
             while index < candidates.len() && index <= last_needed.load(Ordering::Relaxed) {
                 // The first candidate is never skipped: a stop request cuts it short only
@@ -506,6 +560,9 @@ impl PortfolioPacker {
                 }
                 let stop = || index > last_needed.load(Ordering::Relaxed) || late() || host_stop();
                 if let Ok(Some(packing)) = candidates[index].pack(buffers, &stop) {
+                    if index == 0 {
+                        first_completed.store(true, Ordering::Release);
+                    }
                     if packing.height <= bound {
                         last_needed.fetch_min(index, Ordering::Relaxed);
                         if index == 0 {
@@ -526,12 +583,28 @@ impl PortfolioPacker {
             }
             stop
         };
-        let beside_result = std::thread::scope(|scope| {
+        // Set once the first candidate is done (complete or stopped), which wakes the
+        // insurance; `insured` once the insurance's packing is made.
+        let first_done = AtomicBool::new(false);
+        let insured = AtomicBool::new(false);
+        let first_stop = || {
+            asked()
+                || insurance.is_some_and(|insurance| {
+                    insured.load(Ordering::Acquire) && Instant::now() >= insurance.until
+                })
+        };
+        // Where the insurance starts at once, the time is too short for anything but the
+        // first candidate and the one-pass packing: the other thread runs neither `beside` nor
+        // candidates, which would only slow the two (the one-pass packing of
+        // `random:1000000:2:1000000` took 0.26 s beside both instead of 0.1 s alone, and came
+        // after the limit's allowance).
+        let short = insurance.is_some_and(|insurance| insurance.from <= Instant::now());
+        let (beside_result, insured_packing) = std::thread::scope(|scope| {
             // The other thread wakes this one when it is done, so that waiting for it costs
             // no more than it takes (a sleep of a few ms was most of the planning time of a
             // small model).
             let this = std::thread::current();
-            let other = (candidates.len() > 1 || beside.is_some()).then(|| {
+            let other = (!short && (candidates.len() > 1 || beside.is_some())).then(|| {
                 let (work, next, race, last_needed) = (&work, &next, &race, &last_needed);
                 scope.spawn(move || {
                     let beside_result = beside.map(|beside| {
@@ -549,7 +622,36 @@ impl PortfolioPacker {
                     beside_result
                 })
             });
-            work(0, &asked);
+            let insurer = insurance.map(|insurance| {
+                let (first_done, first_completed) = (&first_done, &first_completed);
+                let insured = &insured;
+                scope.spawn(move || {
+                    // Asleep until `from`, or until the first candidate is done: where it did
+                    // not complete (the host asked to stop) its stand-in is made at once.
+                    while !first_done.load(Ordering::Acquire) && Instant::now() < insurance.from {
+                        std::thread::park_timeout(
+                            insurance.from.saturating_duration_since(Instant::now()),
+                        );
+                    }
+                    if first_completed.load(Ordering::Acquire) {
+                        return None;
+                    }
+                    let packing =
+                        pack_one_pass_until(buffers, &|| first_completed.load(Ordering::Relaxed))
+                            .ok();
+                    insured.store(packing.is_some(), Ordering::Release);
+                    packing
+                })
+            });
+            work(0, &first_stop);
+            first_done.store(true, Ordering::Release);
+            let insured_packing = insurer.and_then(|insurer| {
+                insurer.thread().unpark();
+                match insurer.join() {
+                    Ok(packing) => packing,
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            });
             let mut beside_result = None;
             if let Some(other) = other {
                 while !other.is_finished() {
@@ -561,24 +663,65 @@ impl PortfolioPacker {
                     Err(panic) => std::panic::resume_unwind(panic),
                 }
             }
-            beside_result
+            (beside_result, insured_packing)
         });
         let mut done = done
             .into_inner()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if done.is_empty() {
-            return Err(PlanError::new(
-                PlanErrorKind::Cancelled,
-                format!(
-                    "stopped at the time limit while placing {} buffers, before any greedy \
-                     candidate was complete",
-                    buffers.len()
-                ),
-            ));
-        }
         done.sort_unstable_by_key(|&(index, _)| index);
-        Ok((done, beside_result))
+        // The one-pass packing only stands in for a first candidate that did not complete,
+        // so that which packing wins does not depend on how long the first took.
+        let insured_packing = insured_packing.filter(|_| !first_completed.into_inner());
+        (done, beside_result, insured_packing)
     }
+
+    /// The insurance of an arena's first candidate (see `run_candidates`), from
+    /// [`SWEEPS_FROM`] buffers (below, the first candidate is done within milliseconds).
+    /// The first candidate stops at `sooner` plus the allowance the time limit has (10 % of
+    /// it and 50 ms, the limit counted from the packer's making to `sooner`), less the time
+    /// to return (a quarter of the allowance, or [`RETURN_TIME_PER_BUFFER`] per buffer where
+    /// that is more); the one-pass packing starts [`ONE_PASS_TIME_PER_BUFFER`] per buffer
+    /// before, if the first candidate is not done by then. With half the allowance
+    /// `random:500000:4` with 0.3 s went from 1.0017 x the bound in 0.36 s (the first
+    /// candidate) to the one-pass packing's 1.06.
+    fn insurance(&self, buffers: &[Buffer], sooner: Instant) -> Option<Insurance> {
+        if buffers.len() < SWEEPS_FROM {
+            return None;
+        }
+        let limit = sooner.saturating_duration_since(self.started);
+        let allowance = limit / 10 + Duration::from_millis(50);
+        let per_buffer = |time: Duration| time.saturating_mul(buffers.len() as u32);
+        let to_return = (allowance / 4).max(per_buffer(RETURN_TIME_PER_BUFFER));
+        let until = (sooner + allowance)
+            .checked_sub(to_return)
+            .unwrap_or(sooner);
+        let from = until
+            .checked_sub(per_buffer(ONE_PASS_TIME_PER_BUFFER))
+            .unwrap_or(self.started);
+        Some(Insurance { from, until })
+    }
+}
+
+/// Time the insurance of the first candidate allows per buffer for the one-pass packing
+/// (`pack_one_pass`): measured 50-165 ns alone at 1,000,000 buffers (random, model-like and
+/// training traces, the slowest where about 50 are live per step) and 115 ns at 2,000,000;
+/// beside the first candidate and the critical-step search (three threads on two cores) it
+/// came too late with 250 ns on `random:1000000:2:1000000` with 0.3 s (returned in 0.41 s).
+pub const ONE_PASS_TIME_PER_BUFFER: Duration = Duration::from_nanos(400);
+
+/// Time the insurance of the first candidate allows per buffer from the first candidate's
+/// stop to the planner's return (the other thread's stop, the plan's bindings, the memory
+/// given back): 17-38 ms at 1,000,000 random buffers.
+pub const RETURN_TIME_PER_BUFFER: Duration = Duration::from_nanos(40);
+
+/// When the one-pass packing insures an arena's first candidate (see `run_candidates`).
+#[derive(Clone, Copy, Debug)]
+struct Insurance {
+    /// A third thread starts the one-pass packing then, where the first candidate is not
+    /// done.
+    from: Instant,
+    /// The first candidate stops then, once the one-pass packing is made.
+    until: Instant,
 }
 
 /// The critical-step search run beside the candidates (see `run_candidates`): the arena's
@@ -586,10 +729,12 @@ impl PortfolioPacker {
 type CriticalBeside<'a> =
     dyn Fn(&HostContext, &AtomicBool) -> (CriticalSteps, Option<CriticalPacking>) + Sync + 'a;
 
-/// The candidates that completed (index, packing), and what ran beside them.
+/// The candidates that completed (index, packing), what ran beside them, and the one-pass
+/// packing where it stands in for the first candidate.
 type CandidatesRun = (
     Vec<(usize, Packing)>,
     Option<(CriticalSteps, Option<CriticalPacking>)>,
+    Option<Packing>,
 );
 
 /// One cheap packing the portfolio tries before searching.
@@ -597,6 +742,9 @@ type CandidatesRun = (
 enum Candidate {
     Greedy(Order, Fit, &'static str),
     Sweep(SweepVariant),
+    /// The one-pass packing (`pack_one_pass`), never in the list taken in turn: it stands in
+    /// for a first candidate that did not complete within the time limit.
+    OnePass,
 }
 
 impl Candidate {
@@ -604,6 +752,7 @@ impl Candidate {
         match self {
             Candidate::Greedy(_, _, name) => name,
             Candidate::Sweep(variant) => variant.name(),
+            Candidate::OnePass => "one-pass packing (the time was too short for a sweep)",
         }
     }
 
@@ -614,12 +763,13 @@ impl Candidate {
                 pack_greedy_until(buffers, order, fit, stop).map(Some)
             }
             Candidate::Sweep(variant) => pack_sweep_variant(buffers, variant, stop),
+            Candidate::OnePass => pack_one_pass_until(buffers, stop).map(Some),
         }
     }
 
     /// The candidates for an arena of `buffers`, in the order they are tried: [`GREEDY`];
     /// from [`SWEEPS_FROM`] buffers on, first one that is O(n log n) on every trace shape and
-    /// so always completes in time (the kit's first sweep variant, or where a buffer has a
+    /// so completes in time unless the time is very short (the kit's first sweep variant, or where a buffer has a
     /// fixed offset plain best fit by start), then best fit by duration (on
     /// training traces quick and often at the bound: 28,000 buffers in 67 ms, which it can
     /// only end early where no slower candidate comes before it; from
@@ -1190,7 +1340,7 @@ mod tests {
         // A cut (climbing and the search both run past any budget), a compiler-like trace
         // and random lifetimes (each greedy pass but best fit by start takes a while: on
         // 60,000 random buffers by duration, the first candidate before the sweeps, took
-        // seconds): the first candidate always completes, everything after it stops at the
+        // seconds): the first candidate completes, everything after it stops at the
         // deadline. A training trace of even sizes with 1 s: the critical-step search's
         // exact search took 2.2 ms a node there, polled the deadline 1,024 nodes apart and
         // ended 1.6 s late.
@@ -1204,12 +1354,7 @@ mod tests {
             let buffers = generated_instance(spec)
                 .expect("a generator spec")
                 .expect("a valid spec");
-            let started = Instant::now();
-            Candidate::for_arena(&buffers)[0]
-                .pack(&buffers, &|| false)
-                .expect("not stopped")
-                .expect("the first candidate applies");
-            let first_candidate = started.elapsed();
+            let first_candidate = first_candidate_time(&buffers);
             let started = Instant::now();
             let packing = PortfolioPacker::new(limit)
                 .pack(&buffers, &HostContext::detached())
@@ -1224,6 +1369,114 @@ mod tests {
                 packing.note
             );
         }
+    }
+
+    /// How long the arena's first candidate takes alone.
+    fn first_candidate_time(buffers: &[Buffer]) -> Duration {
+        let started = Instant::now();
+        Candidate::for_arena(buffers)[0]
+            .pack(buffers, &|| false)
+            .expect("not stopped")
+            .expect("the first candidate applies");
+        started.elapsed()
+    }
+
+    /// Asserts that `packing` is valid and the one-pass packing won.
+    fn assert_one_pass_plan(buffers: &[Buffer], packing: &Packing) {
+        assert_valid_packing(buffers, packing);
+        assert!(
+            packing.note.starts_with("one-pass packing"),
+            "{}",
+            packing.note
+        );
+    }
+
+    #[test]
+    fn a_limit_shorter_than_a_sweep_gets_the_one_pass_packing_in_time() {
+        // 500,000 random buffers over as many steps (about 50 live per step, so that the
+        // check of the packing is quick): the first candidate, a sweep, takes about 0.25 s
+        // alone, and the portfolio used to wait for it whatever the limit. With 0.05 s the
+        // one-pass packing stands in for it, within the limit's allowance.
+        let buffers = generated_instance("random:500000:1:500000")
+            .unwrap()
+            .unwrap();
+        let first_candidate = first_candidate_time(&buffers);
+        let limit = Duration::from_millis(50);
+        let started = Instant::now();
+        let packing = PortfolioPacker::new(limit)
+            .pack(&buffers, &HostContext::detached())
+            .expect("packs");
+        let elapsed = started.elapsed();
+        assert_one_pass_plan(&buffers, &packing);
+        // The allowance (10 % and 50 ms), and slack for a busy machine; the first candidate
+        // alone took longer than that on an idle one.
+        let allowed = limit.mul_f64(1.1) + Duration::from_millis(50);
+        assert!(
+            elapsed < first_candidate && elapsed < allowed + Duration::from_millis(250),
+            "{elapsed:?}: the first candidate alone took {first_candidate:?}"
+        );
+    }
+
+    #[test]
+    fn the_one_pass_packing_stands_in_only_for_a_first_candidate_that_did_not_complete() {
+        // The insurance starts at once but the first candidate has 30 s to complete: its
+        // one-pass packing is made (model-like traces take a few milliseconds), then dropped,
+        // so that the plan does not depend on how long the first candidate took.
+        let buffers = generated_instance("model:50000").unwrap().unwrap();
+        let bound = arena_lower_bound(&buffers);
+        let candidates = Candidate::for_arena(&buffers);
+        let now = Instant::now();
+        let insurance = Insurance {
+            from: now,
+            until: now + Duration::from_secs(30),
+        };
+        let (done, _, insured) = packer(30.0).run_candidates(
+            &candidates,
+            &buffers,
+            bound,
+            now + Duration::from_secs(30),
+            None,
+            Some(insurance),
+            &HostContext::detached(),
+        );
+        assert_eq!(done.first().map(|(index, _)| *index), Some(0));
+        assert!(insured.is_none());
+        // Where the insurance's packing is made and its time has come, the first candidate
+        // stops and the one-pass packing comes back in its place.
+        let insurance = Insurance {
+            from: now,
+            until: now,
+        };
+        let buffers = generated_instance("random:200000:1:200000")
+            .unwrap()
+            .unwrap();
+        let candidates = Candidate::for_arena(&buffers);
+        let (done, _, insured) = packer(30.0).run_candidates(
+            &candidates,
+            &buffers,
+            arena_lower_bound(&buffers),
+            now + Duration::from_secs(30),
+            None,
+            Some(insurance),
+            &HostContext::detached(),
+        );
+        assert!(done.iter().all(|(index, _)| *index != 0));
+        let insured = insured.expect("the one-pass packing stands in");
+        assert_valid_packing(&buffers, &insured);
+    }
+
+    #[test]
+    fn a_large_arena_stopped_by_the_host_at_once_still_gets_a_plan() {
+        // The host's deadline has passed before the portfolio starts: the first candidate
+        // stops at its first poll, and the one-pass packing is the plan, where the portfolio
+        // used to fail (`Cancelled`) without one.
+        let buffers = generated_instance("random:100000:1:100000")
+            .unwrap()
+            .unwrap();
+        let now = Instant::now();
+        let asked_to_stop = with_deadline(&now);
+        let packing = packer(10.0).pack(&buffers, &asked_to_stop).expect("packs");
+        assert_one_pass_plan(&buffers, &packing);
     }
 
     #[test]
@@ -1320,7 +1573,7 @@ mod tests {
         // buffers, is superlinear there and would run until the deadline. The search beside
         // reports a packing at the bound at once (a stand-in: its offsets are not looked at;
         // the steps are found before, so that it comes before the first candidate is done),
-        // so no candidate but the first, which always completes, may run to its end.
+        // so no candidate but the first, which completes (it has 30 s), may run to its end.
         let buffers = generated_instance("random:250000").unwrap().unwrap();
         let bound = arena_lower_bound(&buffers);
         let candidates = Candidate::for_arena(&buffers);
@@ -1341,16 +1594,16 @@ mod tests {
             let steps = steps.lock().unwrap().take().expect("called once");
             (steps, Some(found))
         };
-        let (done, beside) = packer(30.0)
-            .run_candidates(
-                &candidates,
-                &buffers,
-                bound,
-                deadline,
-                Some(&beside),
-                &HostContext::detached(),
-            )
-            .unwrap();
+        let (done, beside, insured) = packer(30.0).run_candidates(
+            &candidates,
+            &buffers,
+            bound,
+            deadline,
+            Some(&beside),
+            None,
+            &HostContext::detached(),
+        );
+        assert!(insured.is_none());
         let took = started.elapsed();
         assert_eq!(
             done.iter().map(|(index, _)| *index).collect::<Vec<_>>(),
