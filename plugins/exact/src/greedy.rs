@@ -11,8 +11,8 @@
 //! list: no other can be lower (a 28,000-buffer trace packed at its bound by the first one
 //! spent its whole 10 s on the other seven). When even the first is cut short there is no
 //! greedy start ([`greedy`] returns None): the packer then starts the searches from a stack
-//! ([`stacked`], valid but with no reuse at all) and fails with `Cancelled` if they find
-//! nothing lower before the deadline.
+//! ([`stacked`], valid but with no reuse at all) and returns the kit's one-pass packing of
+//! the arena if they find nothing lower before the deadline.
 
 use memplan_planner_kit::greedy::{pack_greedy_until, Fit, Order};
 use memplan_planner_kit::{pack_sweep_variant, Buffer, SweepVariant};

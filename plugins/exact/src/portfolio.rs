@@ -94,7 +94,7 @@ use memplan_plugin_api::{
 use crate::critical::{CriticalPacking, CriticalSteps};
 use crate::greedy::SWEEP_FIRST_FROM;
 use crate::options::Techniques;
-use crate::packer::ExactPacker;
+use crate::packer::{return_by, ExactPacker};
 use crate::search::Deadline;
 
 /// Search time for a whole plan when `time_limit_s` is not given.
@@ -677,24 +677,17 @@ impl PortfolioPacker {
 
     /// The insurance of an arena's first candidate (see `run_candidates`), from
     /// [`SWEEPS_FROM`] buffers (below, the first candidate is done within milliseconds).
-    /// The first candidate stops at `sooner` plus the allowance the time limit has (10 % of
-    /// it and 50 ms, the limit counted from the packer's making to `sooner`), less the time
-    /// to return (a quarter of the allowance, or [`RETURN_TIME_PER_BUFFER`] per buffer where
-    /// that is more); the one-pass packing starts [`ONE_PASS_TIME_PER_BUFFER`] per buffer
-    /// before, if the first candidate is not done by then. With half the allowance
+    /// The first candidate stops at [`return_by`] (the limit counted from the packer's
+    /// making to `sooner`); the one-pass packing starts [`ONE_PASS_TIME_PER_BUFFER`] per
+    /// buffer before, if the first candidate is not done by then. With half the allowance
     /// `random:500000:4` with 0.3 s went from 1.0017 x the bound in 0.36 s (the first
     /// candidate) to the one-pass packing's 1.06.
     fn insurance(&self, buffers: &[Buffer], sooner: Instant) -> Option<Insurance> {
         if buffers.len() < SWEEPS_FROM {
             return None;
         }
-        let limit = sooner.saturating_duration_since(self.started);
-        let allowance = limit / 10 + Duration::from_millis(50);
+        let until = return_by(self.started, sooner, buffers.len());
         let per_buffer = |time: Duration| time.saturating_mul(buffers.len() as u32);
-        let to_return = (allowance / 4).max(per_buffer(RETURN_TIME_PER_BUFFER));
-        let until = (sooner + allowance)
-            .checked_sub(to_return)
-            .unwrap_or(sooner);
         let from = until
             .checked_sub(per_buffer(ONE_PASS_TIME_PER_BUFFER))
             .unwrap_or(self.started);
@@ -708,11 +701,6 @@ impl PortfolioPacker {
 /// beside the first candidate and the critical-step search (three threads on two cores) it
 /// came too late with 250 ns on `random:1000000:2:1000000` with 0.3 s (returned in 0.41 s).
 pub const ONE_PASS_TIME_PER_BUFFER: Duration = Duration::from_nanos(400);
-
-/// Time the insurance of the first candidate allows per buffer from the first candidate's
-/// stop to the planner's return (the other thread's stop, the plan's bindings, the memory
-/// given back): 17-38 ms at 1,000,000 random buffers.
-pub const RETURN_TIME_PER_BUFFER: Duration = Duration::from_nanos(40);
 
 /// When the one-pass packing insures an arena's first candidate (see `run_candidates`).
 #[derive(Clone, Copy, Debug)]
