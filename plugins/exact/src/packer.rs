@@ -337,8 +337,9 @@ pub fn return_by(made: Instant, sooner: Instant, buffers: usize) -> Instant {
     let limit = sooner.saturating_duration_since(made);
     let allowance = limit / 10 + Duration::from_millis(50);
     let to_return = (allowance / 4).max(RETURN_TIME_PER_BUFFER.saturating_mul(buffers as u32));
-    (sooner + allowance)
-        .checked_sub(to_return)
+    sooner
+        .checked_add(allowance)
+        .and_then(|end| end.checked_sub(to_return))
         .unwrap_or(sooner)
 }
 
@@ -711,6 +712,25 @@ mod tests {
                 by_host.note
             );
         }
+    }
+
+    #[test]
+    fn work_stops_within_the_allowance_less_the_time_to_return() {
+        let made = Instant::now();
+        let second = made + Duration::from_secs(1);
+        // 1 s: 150 ms of allowance; 1,000,000 buffers take 40 ms to return, 1,000 a quarter
+        // of the allowance.
+        let ms = |at: Instant| at.duration_since(made).as_millis();
+        assert_eq!(ms(return_by(made, second, 1_000_000)), 1110);
+        assert_eq!(ms(return_by(made, second, 1_000)), 1112);
+        // No limit left at all: 50 ms of allowance, less 12.5 ms.
+        assert_eq!(
+            return_by(made, made, 10).duration_since(made).as_micros(),
+            37_500
+        );
+        // Far deadlines do not overflow.
+        let far = made + Duration::from_secs(1 << 40);
+        assert!(return_by(made, far, 1) >= far);
     }
 
     #[test]
