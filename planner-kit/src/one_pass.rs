@@ -38,17 +38,17 @@
 //!
 //! | trace | live per step (average) | one pass | best fit by start |
 //! |---|---|---|---|
-//! | random, 1M | 48,853 | 1.053, 120 ms | 1.0049, 447 ms |
-//! | random, 1M, seed 3 | 48,832 | 1.062, 120 ms | 1.0049, 431 ms |
-//! | random, 1M over 1M steps, seed 2 | 50 | 1.564, 163 ms | 1.0949, 349 ms |
-//! | random, 400k over 400k steps, seed 6 | 50 | 1.502, 36 ms | 1.0807, 113 ms |
-//! | random, 700k over 20k steps, seed 5 | 1,766 | 1.130, 70 ms | 1.0263, 259 ms |
-//! | model-like, 1M | 11 | 1.147, 94 ms | 1.1762, 234 ms |
-//! | model-like, 2M | 11 | 1.141, 231 ms | 1.1701, 452 ms |
-//! | training (compiler), 1M, seed 2 | 82,412 | 1.145, 60 ms | 1.0001, 429 ms |
-//! | training, even sizes, 300k, seed 3 | 24,633 | 1.127, 14 ms | 1.0015, 116 ms |
-//! | band, 1M | 5,970 | 1.000, 81 ms | 1.0000, 146 ms |
-//! | all-live, 1M | 1,000,000 | 1.041, 52 ms | 1.0000, 145 ms |
+//! | random, 1M | 48,853 | 1.053, 79 ms | 1.0049, 447 ms |
+//! | random, 1M, seed 3 | 48,832 | 1.062, 77 ms | 1.0049, 431 ms |
+//! | random, 1M over 1M steps, seed 2 | 50 | 1.564, 105 ms | 1.0949, 349 ms |
+//! | random, 400k over 400k steps, seed 6 | 50 | 1.502, 27 ms | 1.0807, 113 ms |
+//! | random, 700k over 20k steps, seed 5 | 1,766 | 1.130, 46 ms | 1.0263, 259 ms |
+//! | model-like, 1M | 11 | 1.147, 92 ms | 1.1762, 234 ms |
+//! | model-like, 2M | 11 | 1.141, 213 ms | 1.1701, 452 ms |
+//! | training (compiler), 1M, seed 2 | 82,412 | 1.145, 53 ms | 1.0001, 429 ms |
+//! | training, even sizes, 300k, seed 3 | 24,633 | 1.127, 13 ms | 1.0015, 116 ms |
+//! | band, 1M | 5,970 | 1.000, 57 ms | 1.0000, 146 ms |
+//! | all-live, 1M | 1,000,000 | 1.041, 37 ms | 1.0000, 145 ms |
 //!
 //! Without borrowing, the size classes gave 3.04 on the 1M trace over 1M steps and 7.49 on
 //! the model-like one (now packed by best fit among few); borrowing from up to 8 classes

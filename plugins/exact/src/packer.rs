@@ -299,8 +299,8 @@ fn noted(mut packing: Packing, note: String, context: &HostContext) -> Packing {
 
 /// The kit's one-pass packing of `buffers`, for a packer stopped before `what` was complete,
 /// with a note (and a warning) saying so: a plan with reuse rather than none (the kit's
-/// `one_pass`: 1.05-1.56 x the bound on the generated traces of 1,000,000 buffers, in
-/// 0.05-0.17 s).
+/// `one_pass`: 1.00-1.56 x the bound on the generated traces of 1,000,000 buffers, in
+/// 37-105 ms).
 fn one_pass_plan(
     buffers: &[Buffer],
     host_limit_binds: bool,
@@ -349,7 +349,8 @@ pub fn return_by(made: Instant, sooner: Instant, buffers: usize) -> Instant {
 pub const RETURN_TIME_PER_BUFFER: Duration = Duration::from_nanos(40);
 
 /// Time the packer allows per buffer for the one-pass packing (`pack_one_pass`) alone on a
-/// core: measured 50-165 ns at 1,000,000 buffers, 115 ns at 2,000,000.
+/// core: measured 37-105 ns at 1,000,000 buffers, 107 ns at 2,000,000 (the kit's `one_pass`
+/// table).
 pub const ONE_PASS_ALONE_PER_BUFFER: Duration = Duration::from_nanos(200);
 
 /// A packing's note: how it stands against the bound and the budget (`fit_within`, under

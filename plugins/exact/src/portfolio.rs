@@ -19,7 +19,7 @@
 //!    bound stops those after it. The first completes unless the time is too short for it:
 //!    from [`SWEEPS_FROM`] buffers, where it is not done shortly before the limit's
 //!    allowance (10 % and 50 ms) runs out, a third thread makes the kit's one-pass packing
-//!    (`one_pass`: 0.05-0.17 s at 1,000,000 buffers, 1.05-1.56 x the bound on the generated
+//!    (`one_pass`: 37-105 ms at 1,000,000 buffers, 1.00-1.56 x the bound on the generated
 //!    traces), which then stands in for it (`run_candidates`), so that every arena gets a
 //!    plan within the limit. The search starts from the lowest of them;
 //! 3. on arenas of [`CRITICAL_FROM`] buffers or more, the *critical-step search*
@@ -679,9 +679,9 @@ impl PortfolioPacker {
     /// [`SWEEPS_FROM`] buffers (below, the first candidate is done within milliseconds).
     /// The first candidate stops at [`return_by`] (the limit counted from the packer's
     /// making to `sooner`); the one-pass packing starts [`ONE_PASS_TIME_PER_BUFFER`] per
-    /// buffer before, if the first candidate is not done by then. With half the allowance
-    /// `random:500000:4` with 0.3 s went from 1.0017 x the bound in 0.36 s (the first
-    /// candidate) to the one-pass packing's 1.06.
+    /// buffer before, if the first candidate is not done by then. (Stopped at half the
+    /// allowance instead, `random:500000:4` with 0.3 s went from 1.0017 x the bound in 0.36 s,
+    /// its first candidate, to the one-pass packing's 1.06.)
     fn insurance(&self, buffers: &[Buffer], sooner: Instant) -> Option<Insurance> {
         if buffers.len() < SWEEPS_FROM {
             return None;
@@ -696,10 +696,11 @@ impl PortfolioPacker {
 }
 
 /// Time the insurance of the first candidate allows per buffer for the one-pass packing
-/// (`pack_one_pass`): measured 50-165 ns alone at 1,000,000 buffers (random, model-like and
-/// training traces, the slowest where about 50 are live per step) and 115 ns at 2,000,000;
-/// beside the first candidate and the critical-step search (three threads on two cores) it
-/// came too late with 250 ns on `random:1000000:2:1000000` with 0.3 s (returned in 0.41 s).
+/// (`pack_one_pass`): measured 37-105 ns alone at 1,000,000 buffers (the kit's `one_pass`
+/// table; the slowest where about 50 are live per step) and 107 ns at 2,000,000. Beside the
+/// first sweep it takes longer: with 250 ns, and the critical-step search running too (three
+/// threads on two cores), it came too late on `random:1000000:2:1000000` with 0.3 s
+/// (returned in 0.41 s).
 pub const ONE_PASS_TIME_PER_BUFFER: Duration = Duration::from_nanos(400);
 
 /// When the one-pass packing insures an arena's first candidate (see `run_candidates`).
@@ -757,8 +758,8 @@ impl Candidate {
 
     /// The candidates for an arena of `buffers`, in the order they are tried: [`GREEDY`];
     /// from [`SWEEPS_FROM`] buffers on, first one that is O(n log n) on every trace shape and
-    /// so completes in time unless the time is very short (the kit's first sweep variant, or where a buffer has a
-    /// fixed offset plain best fit by start), then best fit by duration (on
+    /// so completes in time unless the time is very short (the kit's first sweep variant, or
+    /// where a buffer has a fixed offset plain best fit by start), then best fit by duration (on
     /// training traces quick and often at the bound: 28,000 buffers in 67 ms, which it can
     /// only end early where no slower candidate comes before it; from
     /// [`SIZE_BEFORE_SWEEPS_FROM`] buffers best fit by size, greedy-bestfit's own packing,
