@@ -46,16 +46,16 @@ pub fn busiest_step<I>(buffers: I) -> Option<(u32, u64)>
 where
     I: IntoIterator<Item = (u64, Lifetime)>,
 {
-    let sized: Vec<Sized> = buffers
+    let swept: Vec<SweptBuffer> = buffers
         .into_iter()
         .filter(|&(size, _)| size > 0)
-        .map(|(size, lifetime)| Sized {
+        .map(|(size, lifetime)| SweptBuffer {
             size,
             padded: size,
             lifetime,
         })
         .collect();
-    peaks(&sized).map(|peaks| (peaks.bare_step, peaks.bare))
+    peaks(&swept).map(|peaks| (peaks.bare_step, peaks.bare))
 }
 
 /// The lower bound of one arena holding `(size, alignment, lifetime)` buffers (see the module
@@ -74,25 +74,25 @@ where
         return 0;
     };
     let mut top_rounding = 0;
-    let sized: Vec<Sized> = buffers
+    let swept: Vec<SweptBuffer> = buffers
         .map(|(size, _, lifetime)| {
             let padded = align_up(size, alignment);
             top_rounding = top_rounding.max(padded - size);
-            Sized {
+            SweptBuffer {
                 size,
                 padded,
                 lifetime,
             }
         })
         .collect();
-    peaks(&sized).map_or(0, |peaks| {
+    peaks(&swept).map_or(0, |peaks| {
         peaks.bare.max(peaks.padded.saturating_sub(top_rounding))
     })
 }
 
 /// A buffer as the sweeps over steps see it: its size, that size rounded up (or the same),
 /// and its lifetime.
-struct Sized {
+struct SweptBuffer {
     size: u64,
     padded: u64,
     lifetime: Lifetime,
@@ -117,7 +117,7 @@ const DENSE_STEPS_PER_BUFFER: usize = 4;
 /// than sorting at 1,000,000 buffers, which every large plan pays for (the bound, and each
 /// sweep out of the busiest step). Elsewhere (steps far apart) the buffers' starts and ends
 /// are sorted and swept: O(n log n).
-fn peaks(buffers: &[Sized]) -> Option<Peaks> {
+fn peaks(buffers: &[SweptBuffer]) -> Option<Peaks> {
     let low = buffers.iter().map(|buffer| buffer.lifetime.first).min()?;
     let high = buffers.iter().map(|buffer| buffer.lifetime.last).max()?;
     let span = (high - low) as usize + 1;
@@ -162,7 +162,7 @@ fn peaks(buffers: &[Sized]) -> Option<Peaks> {
 /// start, so that sorted by it the ends at a step come before its starts (a buffer whose last
 /// step is `s` ends at `s + 1`) and the buffers live at a step are all counted together. The
 /// sums saturate (rounded sizes summing past 64 bits come here).
-fn sorted_peaks(buffers: &[Sized]) -> Peaks {
+fn sorted_peaks(buffers: &[SweptBuffer]) -> Peaks {
     // (key, size, rounded size): 24 bytes, so that the sweep reads them in order.
     let mut events = Vec::with_capacity(2 * buffers.len());
     for buffer in buffers {
