@@ -61,6 +61,11 @@ impl ExactPacker {
     pub fn deadline(&self) -> Instant {
         self.deadline
     }
+
+    /// When it was made: its time limit counts from here.
+    pub fn made(&self) -> Instant {
+        self.made
+    }
 }
 
 impl Packer for ExactPacker {
@@ -92,11 +97,11 @@ impl ExactPacker {
         let started = Instant::now();
         let fit_within = room.filter(|_| self.goal == Goal::Fit);
         let host_deadline = context.remaining().map(|remaining| started + remaining);
-        let deadline = host_deadline.map_or(self.deadline, |host| self.deadline.min(host));
+        let sooner = host_deadline.map_or(self.deadline, |host| self.deadline.min(host));
         // The host's own time limit (`--timeout`) came first: the host gives the advice.
         let host_limit_binds = host_deadline.is_some_and(|host| host <= self.deadline);
         let deadline = Deadline {
-            at: Some(deadline),
+            at: Some(sooner),
             context,
         };
         // Where not even a first packing is complete in time (`what`).
@@ -105,10 +110,10 @@ impl ExactPacker {
         // Large inputs given no start are swept first (the kit's first sweep variant, the
         // start `greedy` makes first there): O(n log n) and stopped at the deadline, where
         // the problem's setup is not (0.3-0.5 s at a million buffers), so a short limit ends
-        // in time with that sweep, or with no plan. The setup then begins only where the
-        // search could follow it: it costs about what the sweep took (0.4-1.1 times,
-        // measured at a million buffers), and the search's own setup [`SEARCH_SETUP_FACTOR`]
-        // times that; with less time left the sweep is the plan.
+        // in time with that sweep, or with the one-pass packing. The setup then begins only
+        // where the search could follow it: it costs about what the sweep took (0.4-1.1
+        // times, measured at a million buffers), and the search's own setup
+        // [`SEARCH_SETUP_FACTOR`] times that; with less time left the sweep is the plan.
         //
         // The sweep may run past the deadline into the limit's allowance, up to where the
         // one-pass packing ([`ONE_PASS_ALONE_PER_BUFFER`]) still comes back within it: that
@@ -116,13 +121,9 @@ impl ExactPacker {
         let mut swept = None;
         if starts.is_empty() && buffers.len() >= greedy::SWEEP_FIRST_FROM {
             let sweeping = Instant::now();
-            let sweep_stop = return_by(
-                self.made,
-                deadline.at.unwrap_or(self.deadline),
-                buffers.len(),
-            )
-            .checked_sub(ONE_PASS_ALONE_PER_BUFFER.saturating_mul(buffers.len() as u32))
-            .unwrap_or(started);
+            let sweep_stop = return_by(self.made, sooner, buffers.len())
+                .checked_sub(ONE_PASS_ALONE_PER_BUFFER.saturating_mul(buffers.len() as u32))
+                .unwrap_or(started);
             let stop = || context.should_stop() || Instant::now() >= sweep_stop;
             match pack_sweep_variant(buffers, SweepVariant::ALL[0], &stop) {
                 Err(Stopped) => {

@@ -207,8 +207,6 @@ pub struct PortfolioPacker {
     /// The search the second core runs beside it where no hill climbing does: restarts only
     /// ([`SECOND_SEARCH`]), same deadline.
     second: ExactPacker,
-    /// When the packer was made: the plan's time limits count from here.
-    started: Instant,
 }
 
 /// The techniques of the search on the second core: no persistent searches. Measured on
@@ -226,14 +224,9 @@ pub const SECOND_SEARCH: Techniques = Techniques {
 impl PortfolioPacker {
     /// A packer whose searches stop `time_limit` from now.
     pub fn new(time_limit: Duration) -> PortfolioPacker {
-        let started = Instant::now();
         let exact = ExactPacker::new(time_limit);
         let second = ExactPacker::new(time_limit).with_techniques(SECOND_SEARCH);
-        PortfolioPacker {
-            exact,
-            second,
-            started,
-        }
+        PortfolioPacker { exact, second }
     }
 }
 
@@ -677,8 +670,8 @@ impl PortfolioPacker {
 
     /// The insurance of an arena's first candidate (see `run_candidates`), from
     /// [`SWEEPS_FROM`] buffers (below, the first candidate is done within milliseconds).
-    /// The first candidate stops at [`return_by`] (the limit counted from the packer's
-    /// making to `sooner`); the one-pass packing starts [`ONE_PASS_TIME_PER_BUFFER`] per
+    /// The first candidate stops at [`return_by`] (the limit counted from the `exact`
+    /// packer's making to `sooner`); the one-pass packing starts [`ONE_PASS_TIME_PER_BUFFER`] per
     /// buffer before, if the first candidate is not done by then. (Stopped at half the
     /// allowance instead, `random:500000:4` with 0.3 s went from 1.0017 x the bound in 0.36 s,
     /// its first candidate, to the one-pass packing's 1.06.)
@@ -686,11 +679,10 @@ impl PortfolioPacker {
         if buffers.len() < SWEEPS_FROM {
             return None;
         }
-        let until = return_by(self.started, sooner, buffers.len());
-        let per_buffer = |time: Duration| time.saturating_mul(buffers.len() as u32);
-        let from = until
-            .checked_sub(per_buffer(ONE_PASS_TIME_PER_BUFFER))
-            .unwrap_or(self.started);
+        let made = self.exact.made();
+        let until = return_by(made, sooner, buffers.len());
+        let one_pass = ONE_PASS_TIME_PER_BUFFER.saturating_mul(buffers.len() as u32);
+        let from = until.checked_sub(one_pass).unwrap_or(made);
         Some(Insurance { from, until })
     }
 }
