@@ -446,7 +446,10 @@ fn pack_in<W: Word>(
     // One pass (at a million buffers, each pass over them reads 32 MB from memory) sizes
     // the heap's lists, groups the buffers by window and sets aside the ones with a fixed
     // offset. Groups grow as they fill; buffers usually come in time order, so one group at
-    // a time grows, in cache.
+    // a time grows, in cache. Out of time order over sparse steps a buffer costs several
+    // cache misses here (its span's search among the points, its group, its points' counts:
+    // 0.19 s at 1,000,000 random-lifetime buffers over 5,000,000 steps), so the pass asks
+    // `stop` as it goes: it ran 0.15 s past the critical-step search's deadline.
     let mut room = HeapRoom::new(windows.point_count);
     let mut groups: Vec<Vec<Item<W>>> = (0..=windows.count).map(|_| Vec::new()).collect();
     let mut fixed = Vec::new();
@@ -457,8 +460,8 @@ fn pack_in<W: Word>(
             Some(offset) => fixed.push((item, offset)),
             None => groups[windows.group_of(&item)].push(item),
         }
+        poller.spent(1)?;
     }
-    poller.spent(count)?;
     let halt = Cell::new(Halt::Running);
     if index != IndexChoice::Dense {
         let mut heap = Heap::<W>::new(room, buffers.len(), &mut poller)?;
