@@ -40,7 +40,7 @@ pub use greedy::{
     GapChoice, Order, Stopped, Timeline,
 };
 pub use grouped::Grouped;
-pub use one_pass::{pack_one_pass, pack_one_pass_until};
+pub use one_pass::{average_live, pack_one_pass, pack_one_pass_until, FEW_LIVE};
 pub use options::PlannerOptions;
 pub use plan::plan_with_packer;
 pub use random::XorShift64Star;

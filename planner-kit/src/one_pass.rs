@@ -61,6 +61,7 @@
 
 use crate::{Buffer, Packing, Stopped};
 use memplan_plugin_api::bounds::align_up;
+use memplan_plugin_api::Lifetime;
 
 /// Buffers placed between two calls of a one-pass packing's `stop` callback.
 const ONE_PASS_POLL_BUFFERS: usize = 4096;
@@ -103,7 +104,7 @@ pub fn pack_one_pass_until(
         .map(|buffer| buffer.fixed_offset.get().unwrap_or(0))
         .collect();
     let starts = by_step(buffers, &packed, |buffer| buffer.lifetime.first);
-    if average_live(buffers, &packed) <= FEW_LIVE {
+    if average_live_of(packed.iter().map(|&index| buffers[index as usize].lifetime)) <= FEW_LIVE {
         best_fit_among_few(buffers, &starts, base, &mut offsets, stop)?;
     } else {
         let ends = by_step(buffers, &packed, |buffer| buffer.lifetime.last);
@@ -163,9 +164,16 @@ fn by_step(buffers: &[Buffer], packed: &[u32], step: fn(&Buffer) -> u32) -> Vec<
     keys
 }
 
-/// How many of the buffers `packed` are live at a step on average over the steps they span.
-fn average_live(buffers: &[Buffer], packed: &[u32]) -> u64 {
-    let lifetimes = packed.iter().map(|&index| buffers[index as usize].lifetime);
+/// How many buffers are live at a step on average over the steps they span (the sum of
+/// their lifetimes over the span): where it is at most [`FEW_LIVE`], a placement that looks
+/// at every buffer live beside it (this packing's best fit, greedy packing in any order) sees
+/// few. O(n).
+pub fn average_live(buffers: &[Buffer]) -> u64 {
+    average_live_of(buffers.iter().map(|buffer| buffer.lifetime))
+}
+
+/// [`average_live`] of the buffers with these lifetimes.
+fn average_live_of(lifetimes: impl Iterator<Item = Lifetime> + Clone) -> u64 {
     let (Some(first), Some(last)) = (
         lifetimes.clone().map(|lifetime| lifetime.first).min(),
         lifetimes.clone().map(|lifetime| lifetime.last).max(),
