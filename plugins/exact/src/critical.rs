@@ -15,8 +15,10 @@
 //!    The critical buffers are the ones live at any critical step.
 //! 2. The exact search ([`ExactPacker`], goal "fit") packs the critical buffers within the
 //!    bound. If it cannot (before the deadline), this stops.
-//! 3. Every other buffer is packed by the kit's greedy packer (best fit by area), the
-//!    critical ones held at the offsets the search gave them.
+//! 3. Every other buffer is packed by the kit's greedy packer, the critical ones held at the
+//!    offsets the search gave them: best fit by size where few buffers are live per step
+//!    (at most the kit's [`FEW_LIVE`] on average: model-like traces), else by area (see
+//!    [`CriticalSteps::rest_order`]).
 //! 4. Where that packing is still above the bound, the steps where it is, and
 //!    [`GROW_STEPS`] start steps either side of each, become critical too, and again from 1.
 //!
@@ -35,8 +37,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use memplan_planner_kit::{
-    pack_greedy_until, pack_sweep_variant, Buffer, Fit, FixedOffset, Order, Packing, SweepVariant,
-    Timeline,
+    average_live, pack_greedy_until, pack_sweep_variant, Buffer, Fit, FixedOffset, Order, Packing,
+    SweepVariant, Timeline, FEW_LIVE,
 };
 use memplan_plugin_api::HostContext;
 
@@ -75,6 +77,8 @@ pub struct CriticalSteps {
     first_steps: Vec<bool>,
     /// The buffers live at those steps.
     first: Vec<usize>,
+    /// The greedy order the buffers that are not critical are packed in.
+    rest_order: Order,
 }
 
 impl CriticalSteps {
@@ -93,6 +97,22 @@ impl CriticalSteps {
             bound,
             first_steps,
             first,
+            rest_order: Self::rest_order(buffers),
+        }
+    }
+
+    /// The greedy order of the buffers around the critical ones: by size where at most
+    /// [`FEW_LIVE`] are live per step on average, as the portfolio's first candidate there,
+    /// else by area. Measured with the portfolio's default 1 s: by size the model-like traces
+    /// of 1,000,000 buffers reach their bound in 0.39-0.41 s instead of 0.71-0.77 s (a round
+    /// is about twice as quick), and `model:300000:4` in 0.19 s instead of 0.29 s; by size
+    /// everywhere, random lifetimes with 50-200 live per step ended higher
+    /// (`random:2000:1` 1.0293 against 1.0111 x the bound, `random:5000:2:2000` 1.0232
+    /// against at the bound, `random:40000:1:10000` 1.0147 against 1.0056).
+    fn rest_order(buffers: &[Buffer]) -> Order {
+        match average_live(buffers) <= FEW_LIVE {
+            true => Order::Size,
+            false => Order::Area,
         }
     }
 
@@ -157,7 +177,8 @@ impl CriticalSteps {
             for (&index, &offset) in critical.iter().zip(&searched.offsets) {
                 held[index].fixed_offset = FixedOffset::at(offset);
             }
-            let Ok(packing) = pack_greedy_until(&held, Order::Area, Fit::Best, &time_is_up) else {
+            let Ok(packing) = pack_greedy_until(&held, self.rest_order, Fit::Best, &time_is_up)
+            else {
                 break;
             };
             let height = packing.height;
@@ -308,6 +329,14 @@ mod tests {
             steps.steps_above(&buffers, &offsets, 57),
             Vec::<usize>::new()
         );
+    }
+
+    #[test]
+    fn the_rest_is_packed_by_size_where_few_are_live_and_by_area_elsewhere() {
+        let model_like = memplan_planner_kit::testing::model_like_trace(20_000, 1);
+        assert_eq!(CriticalSteps::rest_order(&model_like), Order::Size);
+        let crowded = random_lifetime_trace_over(20_000, 1, 1000);
+        assert_eq!(CriticalSteps::rest_order(&crowded), Order::Area);
     }
 
     #[test]
