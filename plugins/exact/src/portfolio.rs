@@ -37,7 +37,7 @@
 //!    buffers, where a round costs a greedy packing of the arena (up to 1.5 s at 1,000,000
 //!    buffers) that the candidates need the time for, it runs on the other core beside step
 //!    2 instead, until that deadline, ranked between the first candidate and the others
-//!    (generated model-like traces of 300,000-1,000,000 buffers: at the bound in 0.3-0.8 s
+//!    (generated model-like traces of 300,000-1,000,000 buffers: at the bound in 0.19-0.45 s
 //!    of the default 1 s, where they ended 0.03-8 % above it). Where its first round takes
 //!    more, it runs after step 2 while the best is above the bound, until the deadline: on
 //!    the other core beside the search (step 4) where the search runs, else on this one.
