@@ -1306,17 +1306,6 @@ mod tests {
             huge[1 + sweeps + 1],
             Candidate::Greedy(Order::Duration, Fit::Best, _)
         ));
-        // Every greedy candidate and every sweep is there, once.
-        for list in [&candidates, &huge] {
-            assert_eq!(list.len(), GREEDY.len() + SweepVariant::ALL.len());
-            for candidate in greedy
-                .iter()
-                .copied()
-                .chain(SweepVariant::ALL.map(Candidate::Sweep))
-            {
-                assert_eq!(list.iter().filter(|&&c| c == candidate).count(), 1);
-            }
-        }
         // Where few buffers are live per step, best fit by size goes first there, then the
         // sweeps (the large arenas' first sweep first), then best fit by start and by
         // duration.
@@ -1337,13 +1326,16 @@ mod tests {
             few[2 + sweeps],
             Candidate::Greedy(Order::Duration, Fit::Best, _)
         ));
-        assert_eq!(few.len(), GREEDY.len() + SweepVariant::ALL.len());
-        for candidate in greedy
-            .iter()
-            .copied()
-            .chain(SweepVariant::ALL.map(Candidate::Sweep))
-        {
-            assert_eq!(few.iter().filter(|&&c| c == candidate).count(), 1);
+        // Every greedy candidate and every sweep is there, once.
+        for list in [&candidates, &huge, &few] {
+            assert_eq!(list.len(), GREEDY.len() + SweepVariant::ALL.len());
+            for candidate in greedy
+                .iter()
+                .copied()
+                .chain(SweepVariant::ALL.map(Candidate::Sweep))
+            {
+                assert_eq!(list.iter().filter(|&&c| c == candidate).count(), 1);
+            }
         }
         // With a fixed offset the large arena's first is best fit by start, as below.
         huge_trace[5].fixed_offset = memplan_planner_kit::FixedOffset::at(0);
