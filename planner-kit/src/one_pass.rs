@@ -207,11 +207,11 @@ fn best_fit_among_few(
         end: u64,
         last: u32,
     }
-    // What placing needs of each buffer, gathered in start order by a loop of its own: read
-    // in the placing loop, each buffer was a cache miss that stalled it where the buffers
-    // come out of time order (0.54 s of random-lifetime buffers over 10,000,000 steps at
-    // 2,000,000 buffers, where the gather lets the misses overlap).
-    // 16 bytes each: the size, the last step and the alignment's power of two.
+    // What placing needs of each buffer (16 bytes: its size, last step and alignment's
+    // power of two), gathered in start order by a loop of its own, where the cache misses of
+    // buffers out of time order overlap: read in the placing loop, each miss stalled it
+    // (2,000,000 random-lifetime buffers over 10,000,000 steps: 0.50 s, with the gather
+    // 0.36 s; in time order, as model-like traces come, the same time).
     let placing: Vec<(u64, u32, u32)> = starts
         .iter()
         .map(|&key| {

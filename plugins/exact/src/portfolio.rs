@@ -120,7 +120,9 @@ pub const SWEEPS_FROM: usize = SWEEP_FIRST_FROM;
 /// bound within 0.1 s) and by size after the sweeps.
 pub const SIZE_BEFORE_SWEEPS_FROM: usize = 200_000;
 /// The first candidate from [`SIZE_BEFORE_SWEEPS_FROM`] buffers on (where it applies: no
-/// buffer at a fixed offset), before the kit's first sweep variant. Generated traces of
+/// buffer at a fixed offset; and where more than [`FEW_LIVE`] are live per step on average,
+/// else best fit by size goes first: [`Candidate::for_arena`]), before the kit's first sweep
+/// variant. Generated traces of
 /// 300,000-1,000,000 buffers with the default 1 s: random-lifetime `random:1000000` went
 /// from 1.0017 x the bound (at the deadline) to at the bound in 0.82-0.91 s, seed 3 from
 /// 1.0024 to 1.0011, training `compiler:1000000:2` and `compiler:400000:2` reach their
