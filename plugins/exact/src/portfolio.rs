@@ -695,7 +695,8 @@ impl PortfolioPacker {
 
 /// Time the insurance of the first candidate allows per buffer for the one-pass packing
 /// (`pack_one_pass`): measured 37-105 ns alone at 1,000,000 buffers (the kit's `one_pass`
-/// table; the slowest where about 50 are live per step) and 107 ns at 2,000,000. Beside the
+/// table; the slowest where about 50 are live per step) and 107 ns at 2,000,000; out of time
+/// order over sparse steps 130 ns at 1,000,000 and 180 ns at 2,000,000. Beside the
 /// first sweep it takes longer: with 250 ns, and the critical-step search running too (three
 /// threads on two cores), it came too late on `random:1000000:2:1000000` with 0.3 s
 /// (returned in 0.41 s).
@@ -776,7 +777,7 @@ impl Candidate {
     /// with few buffers, so it costs about a sweep (1.1-1.6 times as long), and it is lower
     /// on every such trace measured (model-like traces of 200,000-2,000,000 buffers:
     /// 1.036-1.098 x the bound where the first sweep gave 1.070-1.316; random lifetimes
-    /// with 6-10 live: 1.000-1.020 where it gave 1.033-1.088). With the default 1 s the
+    /// with 5-10 live: 1.000-1.020 where it gave 1.033-1.088). With the default 1 s the
     /// critical-step search beside it reaches the bound up to 1,000,000 buffers as before;
     /// at 2,000,000 (`model:2000000:1`), where its round takes the whole second, the plan is
     /// greedy-bestfit's 1.0363 x the bound instead of its 1.0438.
