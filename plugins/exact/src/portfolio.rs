@@ -314,10 +314,11 @@ impl Packer for PortfolioPacker {
         };
         if let Some(packing) = stand_in {
             context.warn(&format!(
-                "portfolio: the time left was too short for a sweep of {} buffers; a one-pass \
-                 packing ({:.3} x the lower bound {bound}) stands in for it: allow more time \
-                 (option time_limit_s, --timeout) for a lower plan",
+                "portfolio: the time left was too short for a first packing of {} buffers \
+                 ({}); a one-pass packing ({:.3} x the lower bound {bound}) stands in for it: \
+                 allow more time (option time_limit_s, --timeout) for a lower plan",
                 buffers.len(),
+                candidates[0].name(),
                 packing.height as f64 / bound.max(1) as f64,
             ));
             candidates.push(Candidate::OnePass);
@@ -740,7 +741,7 @@ impl Candidate {
         match self {
             Candidate::Greedy(_, _, name) => name,
             Candidate::Sweep(variant) => variant.name(),
-            Candidate::OnePass => "one-pass packing (the time was too short for a sweep)",
+            Candidate::OnePass => "one-pass packing (the time was too short for a first packing)",
         }
     }
 
