@@ -20,10 +20,9 @@
 //! In start order with best fit, the placed buffers a buffer overlaps in time are exactly
 //! those still live at its start: packing is then one sweep over time with the gaps between
 //! the live buffers in an ordered index, which gives the very same offsets in O(n log n)
-//! whatever the trace (the `sweep` module; buffers at fixed offsets must start no later than
-//! the buffers they overlap and share no byte while live together). Everything below is
-//! about the general packer, which serves every other order and fit, ranked packings, and
-//! start order where the fixed offsets rule the sweep out.
+//! whatever the trace (the `sweep` module; buffers at fixed offsets must share no byte while
+//! live together). Everything below is about the general packer, which serves every other
+//! order and fit, ranked packings, and start order where fixed offsets share bytes.
 //!
 //! # Finding the buffers that overlap in time
 //!
