@@ -17,8 +17,9 @@
 //!    bound. If it cannot (before the deadline), this stops.
 //! 3. Every other buffer is packed by the kit's greedy packer, the critical ones held at the
 //!    offsets the search gave them: best fit by size where few buffers are live per step
-//!    (at most the kit's [`FEW_LIVE`] on average: model-like traces), else by area (see
-//!    [`CriticalSteps::rest_order`]).
+//!    (at most the kit's [`FEW_LIVE`] on average: model-like traces), by start where more
+//!    (the kit's sweep, which steers around the held buffers: up to
+//!    [`START_ORDER_MOST_LIVE`]), else by area (see [`CriticalSteps::rest_order`]).
 //! 4. Where that packing is still above the bound, the steps where it is, and
 //!    [`GROW_STEPS`] start steps either side of each, become critical too, and again from 1.
 //!
@@ -54,6 +55,22 @@ const FIRST_MARGIN: u64 = 10;
 /// Start steps either side of a step where the greedy rest was above the bound that become
 /// critical with it.
 const GROW_STEPS: usize = 20;
+/// Arenas with more than the kit's [`FEW_LIVE`] and at most this many buffers live per step
+/// on average pack the rest in start order. Best fit in start order is the kit's sweep, which
+/// steers around the critical buffers held in the middle of the timeline: a round costs about
+/// half what it does by area or size (random lifetimes of 1,000,000 buffers, 18-36 live per
+/// step over 1.4-2.8 million steps: 0.43-0.45 s against 0.72-1.02 s), and its first packing
+/// is often higher, which the next rounds make up. With the portfolio's default 1 s, on 28
+/// generated random traces of 3,000-2,000,000 buffers with 18-125 live per step, 11 come
+/// lower than by area (`random:1000000:12:1400000` from 1.0411 x the bound to at it in
+/// 0.61 s, `random:1000000:2:1000000` 1.0475 to 1.0073, `random:1000000:8:2000000` 1.0758
+/// to 1.0303, `random:500000:32:300000` 1.0509 to at the bound), 17 end as high (most of
+/// them sooner: `random:250000:9:250000` at the bound in 0.24 s instead of 0.63 s), none
+/// higher. Over more live buffers by start ends higher (`random:200000:7:50000`, about 200
+/// live: 1.0377 against 1.0143; `random:40000:1:10000` 1.0147 against 1.0056); with at
+/// most 16, by size reaches the bound sooner (`model:1000000` 0.48 s against 0.72 s;
+/// `model:1500000:3` at the bound against 1.0468).
+const START_ORDER_MOST_LIVE: u64 = 128;
 /// Rounds at most: each adds at least one critical step, and a packing that needs more is
 /// not converging.
 const MOST_ROUNDS: usize = 32;
@@ -102,17 +119,19 @@ impl CriticalSteps {
     }
 
     /// The greedy order of the buffers around the critical ones: by size where at most
-    /// [`FEW_LIVE`] are live per step on average, as the portfolio's first candidate there,
-    /// else by area. Measured with the portfolio's default 1 s: by size the model-like traces
-    /// of 1,000,000 buffers reach their bound in 0.39-0.41 s instead of 0.71-0.77 s (a round
-    /// is about twice as quick), and `model:300000:4` in 0.19 s instead of 0.29 s; by size
-    /// everywhere, random lifetimes with 50-200 live per step ended higher
-    /// (`random:2000:1` 1.0293 against 1.0111 x the bound, `random:5000:2:2000` 1.0232
-    /// against at the bound, `random:40000:1:10000` 1.0147 against 1.0056).
+    /// [`FEW_LIVE`] are live per step on average, as the portfolio's first candidate there;
+    /// by start up to [`START_ORDER_MOST_LIVE`]; else by area. Measured with the portfolio's
+    /// default 1 s: by size the model-like traces of 1,000,000 buffers reach their bound in
+    /// 0.39-0.41 s instead of 0.71-0.77 s (a round is about twice as quick), and
+    /// `model:300000:4` in 0.19 s instead of 0.29 s; by size everywhere, random lifetimes
+    /// with 50-200 live per step ended higher (`random:2000:1` 1.0293 against 1.0111 x the
+    /// bound, `random:5000:2:2000` 1.0232 against at the bound, `random:40000:1:10000` 1.0147
+    /// against 1.0056). See [`START_ORDER_MOST_LIVE`] for by start.
     fn rest_order(buffers: &[Buffer]) -> Order {
-        match average_live(buffers) <= FEW_LIVE {
-            true => Order::Size,
-            false => Order::Area,
+        match average_live(buffers) {
+            live if live <= FEW_LIVE => Order::Size,
+            live if live <= START_ORDER_MOST_LIVE => Order::Start,
+            _ => Order::Area,
         }
     }
 
@@ -332,9 +351,15 @@ mod tests {
     }
 
     #[test]
-    fn the_rest_is_packed_by_size_where_few_are_live_and_by_area_elsewhere() {
+    fn the_rest_is_packed_by_size_where_few_are_live_by_start_where_more_by_area_where_many() {
         let model_like = memplan_planner_kit::testing::model_like_trace(20_000, 1);
         assert_eq!(CriticalSteps::rest_order(&model_like), Order::Size);
+        // About 50 and 100 live per step.
+        let spread = random_lifetime_trace_over(20_000, 1, 20_000);
+        assert_eq!(CriticalSteps::rest_order(&spread), Order::Start);
+        let closer = random_lifetime_trace_over(20_000, 1, 10_000);
+        assert_eq!(CriticalSteps::rest_order(&closer), Order::Start);
+        // About 1,000.
         let crowded = random_lifetime_trace_over(20_000, 1, 1000);
         assert_eq!(CriticalSteps::rest_order(&crowded), Order::Area);
     }
