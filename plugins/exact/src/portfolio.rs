@@ -522,8 +522,9 @@ impl PortfolioPacker {
     /// `insurance`, if given, insures the first candidate against running past the limit:
     /// where it is not done at `insurance.from`, a third thread makes the one-pass packing
     /// (called off once the first candidate completes; made at once where the first stops
-    /// without completing), and once that packing is made and `insurance.until` has come the
-    /// first candidate stops. Where `insurance.from` has come before the call, the other
+    /// without completing; the other thread stops then where `insurance.halts_the_other`),
+    /// and once that packing is made and `insurance.until` has come the first candidate
+    /// stops. Where `insurance.from` has come before the call, the other
     /// thread stays idle (see `short`). The one-pass packing comes back only where the first
     /// candidate did not complete.
     #[allow(clippy::too_many_arguments)]
@@ -624,7 +625,7 @@ impl PortfolioPacker {
             });
             let insurer = insurance.map(|insurance| {
                 let (first_done, first_completed) = (&first_done, &first_completed);
-                let insured = &insured;
+                let (insured, race) = (&insured, &race);
                 scope.spawn(move || {
                     // Asleep until `from`, or until the first candidate is done: where it did
                     // not complete (the host asked to stop) its stand-in is made at once.
@@ -635,6 +636,9 @@ impl PortfolioPacker {
                     }
                     if first_completed.load(Ordering::Acquire) {
                         return None;
+                    }
+                    if insurance.halts_the_other {
+                        race.stop_other.store(true, Ordering::Relaxed);
                     }
                     let packing =
                         pack_one_pass_until(buffers, &|| first_completed.load(Ordering::Relaxed))
@@ -690,7 +694,12 @@ impl PortfolioPacker {
         let until = return_by(made, sooner, buffers.len());
         let one_pass = ONE_PASS_TIME_PER_BUFFER.saturating_mul(buffers.len() as u32);
         let from = until.checked_sub(one_pass).unwrap_or(made);
-        Some(Insurance { from, until })
+        let halts_the_other = average_live(buffers) > FEW_LIVE;
+        Some(Insurance {
+            from,
+            until,
+            halts_the_other,
+        })
     }
 }
 
@@ -711,6 +720,16 @@ struct Insurance {
     from: Instant,
     /// The first candidate stops then, once the one-pass packing is made.
     until: Instant,
+    /// Whether the other thread (the critical-step search, candidates) stops once the
+    /// one-pass packing is begun, leaving its core to the first candidate: where more than
+    /// the kit's [`FEW_LIVE`] are live per step on average, the one-pass packing (by size
+    /// classes there) is 1.5-1.8 x the bound, so the first candidate had better complete.
+    /// (On `random:2000000:11:4000000`, 25 live, with 1 s, the first sweep completed one
+    /// run in two beside the search and the one-pass packing, 1.0857 x the bound, and the
+    /// one-pass packing's 1.8168 stood in the other.) Where fewer are live, the one-pass
+    /// packing is 1.0-1.15 x, and the critical-step search may yet reach the bound
+    /// (`model:1500000:3` does in 0.8 s).
+    halts_the_other: bool,
 }
 
 /// The critical-step search run beside the candidates (see `run_candidates`): the arena's
@@ -1454,6 +1473,7 @@ mod tests {
         let insurance = Insurance {
             from: now,
             until: now + Duration::from_secs(30),
+            halts_the_other: false,
         };
         let (done, _, insured) = packer(30.0).run_candidates(
             &candidates,
@@ -1471,6 +1491,7 @@ mod tests {
         let insurance = Insurance {
             from: now,
             until: now,
+            halts_the_other: false,
         };
         let buffers = generated_instance("random:200000:1:200000")
             .unwrap()
@@ -1488,6 +1509,52 @@ mod tests {
         assert!(done.iter().all(|(index, _)| *index != 0));
         let insured = insured.expect("the one-pass packing stands in");
         assert_valid_packing(&buffers, &insured);
+    }
+
+    #[test]
+    fn the_insurance_stops_the_other_thread_where_many_are_live() {
+        // About 50 live per step: the one-pass packing would be far above the bound, so once
+        // it is begun (after 20 ms) the other thread stops: here a stand-in for the
+        // critical-step search that waits for its halt, else for 20 s.
+        let buffers = generated_instance("random:200000:1:200000")
+            .unwrap()
+            .unwrap();
+        assert!(average_live(&buffers) > FEW_LIVE);
+        let now = Instant::now();
+        let made = packer(30.0);
+        let insurance = made.insurance(&buffers, now + Duration::from_secs(30));
+        assert!(insurance.is_some_and(|insurance| insurance.halts_the_other));
+        let insurance = Insurance {
+            from: now + Duration::from_millis(20),
+            until: now + Duration::from_millis(20),
+            halts_the_other: true,
+        };
+        let waits_for_its_halt = |_: &HostContext, halt: &AtomicBool| {
+            while !halt.load(Ordering::Relaxed) && now.elapsed() < Duration::from_secs(20) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            (CriticalSteps::new(&buffers, 0), None)
+        };
+        let (_, beside, insured) = made.run_candidates(
+            &Candidate::for_arena(&buffers),
+            &buffers,
+            arena_lower_bound(&buffers),
+            now + Duration::from_secs(30),
+            Some(&waits_for_its_halt),
+            Some(insurance),
+            &HostContext::detached(),
+        );
+        assert!(
+            now.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            now.elapsed()
+        );
+        assert!(beside.is_some());
+        assert_valid_packing(&buffers, &insured.expect("the one-pass packing stands in"));
+        // Few live per step: the insurance leaves the other thread be.
+        let model_like = generated_instance("model:50000").unwrap().unwrap();
+        let insurance = made.insurance(&model_like, now + Duration::from_secs(30));
+        assert!(insurance.is_some_and(|insurance| !insurance.halts_the_other));
     }
 
     #[test]
