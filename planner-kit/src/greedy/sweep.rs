@@ -370,10 +370,11 @@ impl LateFixed {
             self.next += 1;
         }
         let ahead = &self.fixed[self.next..];
-        let met = ahead.partition_point(|&(first, _, _)| first <= hi);
-        if met == 0 {
+        // Most buffers end before the next fixed one starts.
+        if ahead.first().is_none_or(|&(first, _, _)| first > hi) {
             return;
         }
+        let met = ahead.partition_point(|&(first, _, _)| first <= hi);
         blocked.extend(ahead[..met].iter().map(|&(_, offset, end)| (offset, end)));
         blocked.sort_unstable();
         let mut merged = 0;
