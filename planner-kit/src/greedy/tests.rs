@@ -924,6 +924,41 @@ fn the_sweep_packs_every_generated_shape_as_the_general_packer() {
 }
 
 #[test]
+fn the_sweep_packs_generated_shapes_around_held_buffers_as_the_general_packer() {
+    // As the critical-step search holds them: the buffers live at a few steps in the middle
+    // of the timeline kept at the offsets a packing gave them (so that no two of them share
+    // bytes), the others packed around them, many starting before held buffers they overlap.
+    for spec in [
+        "random:20000",
+        "random:20000:2:20000",
+        "random:20000:3:60000",
+        "model:20000",
+        "compiler:20000",
+        "band:20000",
+    ] {
+        let mut buffers = crate::testing::generated_instance(spec)
+            .expect("a generator")
+            .expect("a valid spec");
+        let placed = pack_greedy(&buffers, Order::Size, Fit::Best);
+        let last = buffers.iter().map(|b| b.lifetime.last).max().unwrap_or(0);
+        let held_steps = [last / 5, last / 2, last / 2 + 1, 4 * last / 5];
+        let mut held = 0;
+        for (buffer, &offset) in buffers.iter_mut().zip(&placed.offsets) {
+            let lifetime = buffer.lifetime;
+            if held_steps
+                .iter()
+                .any(|&step| lifetime.first <= step && step <= lifetime.last)
+            {
+                buffer.fixed_offset = FixedOffset::at(offset);
+                held += 1;
+            }
+        }
+        assert!(held > 0 && held < buffers.len(), "{spec}: {held} held");
+        assert_sweep_packs_as_the_general_packer(&buffers, &[], spec);
+    }
+}
+
+#[test]
 fn the_sweep_packs_minimalloc_and_corpus_traces_as_the_general_packer() {
     let mut dirs =
         vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/minimalloc")];
