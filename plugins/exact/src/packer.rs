@@ -393,8 +393,8 @@ pub const RETURN_TIME_PER_BUFFER: Duration = Duration::from_nanos(40);
 
 /// Time the packer allows per buffer for the one-pass packing (`pack_one_pass`) alone on a
 /// core: measured 37-105 ns at 1,000,000 buffers, 107 ns at 2,000,000 (the kit's `one_pass`
-/// table), and out of time order over sparse steps 130 ns (1,000,000 random lifetimes over
-/// 5,000,000 steps) and 180 ns (2,000,000 over 10,000,000).
+/// table), and out of time order over sparse steps 115 ns (1,000,000 random lifetimes over
+/// 5,000,000 steps) and 145 ns (2,000,000 over 10,000,000).
 pub const ONE_PASS_ALONE_PER_BUFFER: Duration = Duration::from_nanos(200);
 
 /// A packing's note: how it stands against the bound and the budget (`fit_within`, under

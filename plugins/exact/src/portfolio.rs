@@ -708,7 +708,7 @@ impl PortfolioPacker {
 /// Time the insurance of the first candidate allows per buffer for the one-pass packing
 /// (`pack_one_pass`): measured 37-105 ns alone at 1,000,000 buffers (the kit's `one_pass`
 /// table; the slowest where about 50 are live per step) and 107 ns at 2,000,000; out of time
-/// order over sparse steps 130 ns at 1,000,000 and 180 ns at 2,000,000. Beside the
+/// order over sparse steps 115 ns at 1,000,000 and 145 ns at 2,000,000. Beside the
 /// first sweep it takes longer: with 250 ns, and the critical-step search running too (three
 /// threads on two cores), it came too late on `random:1000000:2:1000000` with 0.3 s
 /// (returned in 0.41 s).
