@@ -136,6 +136,7 @@ use fit::*;
 use heap::*;
 use item::*;
 use radix::*;
+pub(crate) use radix::{radix_sort, RadixRoom};
 
 /// Buffers covering at most this many points are short (see the module documentation): in
 /// a model, a tensor read by the next op. Short buffers are copied into the list of every
@@ -385,14 +386,14 @@ pub const STOP_FIRST_POLL_WORK: u64 = 1 << 16;
 /// Asks a packing's `stop` callback after [`STOP_FIRST_POLL_WORK`] units of work, then once
 /// per [`STOP_POLL_WORK`].
 #[derive(Clone, Copy)]
-struct Poller<'a> {
+pub(crate) struct Poller<'a> {
     stop: &'a dyn Fn() -> bool,
     /// Work left before `stop` is asked again.
     until_poll: u64,
 }
 
 impl<'a> Poller<'a> {
-    fn new(stop: &'a dyn Fn() -> bool) -> Poller<'a> {
+    pub(crate) fn new(stop: &'a dyn Fn() -> bool) -> Poller<'a> {
         Poller {
             stop,
             until_poll: STOP_FIRST_POLL_WORK,

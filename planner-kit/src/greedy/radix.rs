@@ -71,14 +71,14 @@ impl PlacementKey<'_> {
 pub(super) const KEY_BYTES: usize = 24;
 
 /// Working room for [`radix_sort`]ing up to `spare.len()` items, reused from sort to sort.
-pub(super) struct RadixRoom<T> {
+pub(crate) struct RadixRoom<T> {
     pub(super) spare: Vec<T>,
     /// Per key byte, how many items have each value.
     pub(super) counts: Box<[[u32; 256]; KEY_BYTES]>,
 }
 
 impl<T: Copy + Default> RadixRoom<T> {
-    pub(super) fn new(capacity: usize) -> RadixRoom<T> {
+    pub(crate) fn new(capacity: usize) -> RadixRoom<T> {
         RadixRoom {
             spare: vec![T::default(); capacity],
             counts: Box::new([[0; 256]; KEY_BYTES]),
@@ -95,7 +95,7 @@ impl<T: Copy + Default> RadixRoom<T> {
 /// million, a pass takes a few milliseconds), and gives up with them unsorted when it says
 /// to stop.
 #[inline]
-pub(super) fn radix_sort<T: Copy>(
+pub(crate) fn radix_sort<T: Copy>(
     items: &mut [T],
     room: &mut RadixRoom<T>,
     key: impl Fn(&T) -> (u128, u64),
