@@ -100,7 +100,7 @@ use memplan_plugin_api::{
 use crate::critical::{CriticalPacking, CriticalSteps};
 use crate::greedy::SWEEP_FIRST_FROM;
 use crate::options::Techniques;
-use crate::packer::{return_by, ExactPacker};
+use crate::packer::{one_pass_beside_bound, return_by, ExactPacker, ONE_PASS_ALONE_PER_BUFFER};
 use crate::search::Deadline;
 
 /// Search time for a whole plan when `time_limit_s` is not given.
@@ -251,12 +251,36 @@ impl Packer for PortfolioPacker {
         room: Option<u64>,
         context: &HostContext,
     ) -> Result<Packing, PlanError> {
-        let bound = arena_lower_bound(buffers);
         let deadline = self.exact.deadline();
         // The sooner of this deadline and the host's (`--timeout`): the critical-step search
         // shares what is left of it, so that the candidates after it keep their share, and
         // what runs on the other thread (whose context has no deadline) stops by it.
         let sooner = Deadline::sooner_than_host(deadline, context);
+        let insurance = self.insurance(buffers, sooner);
+        // Where not even the one-pass packing alone has its time ([`ONE_PASS_ALONE_PER_BUFFER`],
+        // as `exact` reckons it) before the first candidate must stop, it is made at once:
+        // after the bound, and beside the first candidate, it came too late (2,000,000 random
+        // lifetimes over 10,000,000 steps with 0.3 s: the plan after 0.64-0.66 s, the bound
+        // alone taking 0.27 s there; now 0.33-0.37 s). Asked before the bound (which is then
+        // found beside it) and again after it, which can take that long.
+        let no_time_for_more = || {
+            insurance.is_some_and(|insurance| insurance.leaves_the_one_pass_no_time(buffers.len()))
+        };
+        let one_pass_at_once = |packing: Packing, bound: u64| {
+            let first = Candidate::for_arena(buffers)[0];
+            warn_one_pass_stands_in(buffers.len(), first, &packing, bound, context);
+            concluded(packing, Candidate::OnePass.name(), bound, None, context)
+        };
+        if no_time_for_more() {
+            let (packing, bound) = one_pass_beside_bound(buffers);
+            return Ok(one_pass_at_once(packing, bound));
+        }
+        let bound = arena_lower_bound(buffers);
+        // With 0.5 s the same trace's plan came after 0.63 s: the bound left too little time
+        // for the one-pass packing beside the first candidate.
+        if no_time_for_more() {
+            return Ok(one_pass_at_once(pack_one_pass(buffers), bound));
+        }
         let time_left_here = || sooner.saturating_duration_since(Instant::now());
         let half_the_time_left = || Instant::now() + time_left_here() / 2;
         // The critical-step search goes first where the live bytes come near the bound at
@@ -295,7 +319,6 @@ impl Packer for PortfolioPacker {
         };
         let beside: Option<&CriticalBeside<'_>> =
             (critical_applies && large).then_some(&critical_beside_candidates);
-        let insurance = self.insurance(buffers, sooner);
         let (mut greedy, beside, insured) = self.run_candidates(
             &candidates,
             buffers,
@@ -315,14 +338,7 @@ impl Packer for PortfolioPacker {
             None => greedy.is_empty().then(|| pack_one_pass(buffers)),
         };
         if let Some(packing) = stand_in {
-            context.warn(&format!(
-                "portfolio: the time left was too short for a first packing of {} buffers \
-                 ({}); a one-pass packing ({:.3} x the lower bound {bound}) stands in for it: \
-                 allow more time (option time_limit_s, --timeout) for a lower plan",
-                buffers.len(),
-                candidates[0].name(),
-                packing.height as f64 / bound.max(1) as f64,
-            ));
+            warn_one_pass_stands_in(buffers.len(), candidates[0], &packing, bound, context);
             candidates.push(Candidate::OnePass);
             greedy.push((candidates.len() - 1, packing));
         }
@@ -488,6 +504,24 @@ impl Packer for PortfolioPacker {
         }
         Ok(concluded(packing, &winner, bound, search_note, context))
     }
+}
+
+/// Warns that the one-pass `packing` of `count` buffers stands in for the `first` candidate,
+/// which the time left was too short for.
+fn warn_one_pass_stands_in(
+    count: usize,
+    first: Candidate,
+    packing: &Packing,
+    bound: u64,
+    context: &HostContext,
+) {
+    context.warn(&format!(
+        "portfolio: the time left was too short for a first packing of {count} buffers ({}); \
+         a one-pass packing ({:.3} x the lower bound {bound}) stands in for it: allow more \
+         time (option time_limit_s, --timeout) for a lower plan",
+        first.name(),
+        packing.height as f64 / bound.max(1) as f64,
+    ));
 }
 
 /// `packing` with the portfolio's note ([`verdict`]), logged.
@@ -732,6 +766,18 @@ struct Insurance {
     /// packing is 1.0-1.15 x, and the critical-step search may yet reach the bound
     /// (`model:1500000:3` does in 0.8 s).
     halts_the_other: bool,
+}
+
+impl Insurance {
+    /// Whether the one-pass packing of `count` buffers, begun now, would not be done by
+    /// `until` even alone on a core ([`ONE_PASS_ALONE_PER_BUFFER`]): then nothing else is to
+    /// run before or beside it.
+    fn leaves_the_one_pass_no_time(&self, count: usize) -> bool {
+        let one_pass = ONE_PASS_ALONE_PER_BUFFER.saturating_mul(count as u32);
+        self.until
+            .checked_sub(one_pass)
+            .is_none_or(|latest| Instant::now() >= latest)
+    }
 }
 
 /// The critical-step search run beside the candidates (see `run_candidates`): the arena's
@@ -1511,6 +1557,30 @@ mod tests {
         assert!(done.iter().all(|(index, _)| *index != 0));
         let insured = insured.expect("the one-pass packing stands in");
         assert_valid_packing(&buffers, &insured);
+    }
+
+    #[test]
+    fn the_one_pass_packing_is_made_at_once_only_where_it_alone_has_no_more_time() {
+        let now = Instant::now();
+        let until = |ms: u64| Insurance {
+            from: now,
+            until: now + Duration::from_millis(ms),
+            halts_the_other: false,
+        };
+        // 200 ns per buffer: 1,000,000 buffers need 0.2 s.
+        assert!(until(150).leaves_the_one_pass_no_time(1_000_000));
+        assert!(!until(2_000).leaves_the_one_pass_no_time(1_000_000));
+        assert!(!until(150).leaves_the_one_pass_no_time(100_000));
+        // A limit too short for the one-pass packing alone: it comes back as the plan, named
+        // in the note, as where it stands in for a first candidate that did not complete.
+        let buffers = generated_instance("random:200000:1:200000")
+            .unwrap()
+            .unwrap();
+        let packing = PortfolioPacker::new(Duration::from_millis(1))
+            .pack(&buffers, &HostContext::detached())
+            .expect("packs");
+        assert_one_pass_plan(&buffers, &packing);
+        assert_eq!(packing.offsets, pack_one_pass(&buffers).offsets);
     }
 
     #[test]
