@@ -140,6 +140,7 @@ pub(crate) fn pack_start_order(
     let count = buffers.len();
     let mut poller = Poller::new(stop);
     let timeline = Timeline::new(buffers);
+    poller.spent(count as u64)?;
     let mut placing: Vec<Placing> = buffers
         .iter()
         .enumerate()
