@@ -89,7 +89,7 @@
 //! the overlapping ones by offset (a radix sort over the offset bytes that differ, from 256
 //! of them; a comparison sort below); a crossing buffer also visits each window it covers,
 //! which costs no more than reading their lists. Mapping steps to points is a table lookup
-//! when the steps are dense (at most about 4n of them), a binary search otherwise. For model
+//! when the steps are dense (at most about 16n of them), a binary search otherwise. For model
 //! graphs, where most tensors live a few steps and only a few live long, k_i is small and the
 //! whole is O(n log n). Where many buffers live at once and fill few runs of bytes (all-live,
 //! band traces), the dense index makes a placement O(log n) plus the runs it reads: O(n log n)
