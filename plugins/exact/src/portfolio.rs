@@ -745,8 +745,13 @@ impl PortfolioPacker {
 /// order over sparse steps 115 ns at 1,000,000 and 145 ns at 2,000,000. Beside the
 /// first sweep it takes longer: with 250 ns, and the critical-step search running too (three
 /// threads on two cores), it came too late on `random:1000000:2:1000000` with 0.3 s
-/// (returned in 0.41 s).
-pub const ONE_PASS_TIME_PER_BUFFER: Duration = Duration::from_nanos(400);
+/// (returned in 0.41 s). That search now stops once the one-pass packing begins where more
+/// than 16 are live (`Insurance::halts_the_other`), and the one-pass packing takes 0.27-0.29 s
+/// at 2,000,000 buffers where it took up to 0.45 s: with 300 ns instead of 400, the first
+/// sweep of `random:2000000:11:4000000` completes with 1 s in 5 runs of 7 (1.0857 x the
+/// bound; 0 of 3 with 400 ns, once the sweep stopped within 35 ms of being asked), and the
+/// 1,000,000-buffer traces with 0.3 s still end within the allowance (0.36-0.37 s).
+pub const ONE_PASS_TIME_PER_BUFFER: Duration = Duration::from_nanos(300);
 
 /// When the one-pass packing insures an arena's first candidate (see `run_candidates`).
 #[derive(Clone, Copy, Debug)]
