@@ -339,16 +339,20 @@ fn noted(mut packing: Packing, note: String, context: &HostContext) -> Packing {
     packing
 }
 
-/// The kit's one-pass packing of `buffers` and their lower bound, the bound on the other core
-/// meanwhile: over sparse steps it takes about as long as the packing (0.11 s at 1,000,000
-/// random lifetimes over 5,000,000 steps, 0.27 s at 2,000,000 over 10,000,000), which ran
-/// 0.1 s past the limit's allowance made after it.
-pub(crate) fn one_pass_beside_bound(buffers: &[Buffer]) -> (Packing, u64) {
+/// The kit's one-pass packing of `buffers`, and what `beside` gives, made on the other core
+/// meanwhile: the arena's lower bound (with what else a caller needs), which over sparse
+/// steps takes about as long as the packing (0.11 s at 1,000,000 random lifetimes over
+/// 5,000,000 steps, 0.27 s at 2,000,000 over 10,000,000) and ran 0.1 s past the limit's
+/// allowance made after it.
+pub(crate) fn one_pass_beside<T: Send>(
+    buffers: &[Buffer],
+    beside: impl FnOnce() -> T + Send,
+) -> (Packing, T) {
     std::thread::scope(|scope| {
-        let bound = scope.spawn(|| arena_lower_bound(buffers));
+        let beside = scope.spawn(beside);
         let packing = pack_one_pass(buffers);
-        match bound.join() {
-            Ok(bound) => (packing, bound),
+        match beside.join() {
+            Ok(made) => (packing, made),
             Err(panic) => std::panic::resume_unwind(panic),
         }
     })
@@ -373,7 +377,7 @@ fn one_pass_plan(
         ),
     };
     let stopped_after = started.elapsed();
-    let (mut packing, bound) = one_pass_beside_bound(buffers);
+    let (mut packing, bound) = one_pass_beside(buffers, || arena_lower_bound(buffers));
     let note = format!(
         "one-pass packing, {:.3} x the lower bound {bound}: stopped {limit} after {:.2} s, \
          before {what} was complete{advice}",
