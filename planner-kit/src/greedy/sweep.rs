@@ -65,7 +65,8 @@
 //! overlaps f fixed buffers not yet met costs O(f log f) more, plus the live gaps they cut
 //! and those it passes over in the index because they are cut (the buffers near them only:
 //! a critical-step search's round on 1,000,000 buffers over sparse steps, with 500-1,300
-//! fixed, took 0.43-0.45 s where the general packer's, in the same order, took 0.77-0.91 s). The general packer's obstacle, that the gaps of a union of buffers live at
+//! fixed, took 0.43-0.45 s where the general packer's, in the same order, took 0.77-0.91 s).
+//! The general packer's obstacle, that the gaps of a union of buffers live at
 //! different times cannot be looked up, does not arise: in start order the buffers a
 //! placement avoids are all live at one point, and their gaps are the index's. A gap's key
 //! is 64 bits where every end provably fits in 32 (the highest barrier or fixed end plus

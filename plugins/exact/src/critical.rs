@@ -59,7 +59,7 @@ const GROW_STEPS: usize = 20;
 /// on average pack the rest in start order. Best fit in start order is the kit's sweep, which
 /// steers around the critical buffers held in the middle of the timeline: a round costs about
 /// half what it does by area or size (random lifetimes of 1,000,000 buffers, 18-36 live per
-/// step over 1.4-2.8 million steps: 0.43-0.45 s against 0.72-1.02 s), and its first packing
+/// step over 1.4-2.8 million steps: 0.43-0.45 s against 0.70-1.06 s), and its first packing
 /// is often higher, which the next rounds make up. With the portfolio's default 1 s, on 28
 /// generated random traces of 3,000-2,000,000 buffers with 18-125 live per step, 11 come
 /// lower than by area (`random:1000000:12:1400000` from 1.0411 x the bound to at it in

@@ -159,7 +159,7 @@ impl ExactPacker {
             // Where the sweep is to stop before it starts, the one-pass packing is made at
             // once: the sweep would only ask after its first passes over the buffers
             // (2,000,000 random lifetimes over 10,000,000 steps with 0.3 s: at 0.44 s, and
-            // the plan came after 0.8 s; now 0.3 s).
+            // the plan came after 0.8 s; now after 0.34 s).
             let first = match stop() {
                 true => Err(Stopped),
                 false => pack_sweep_variant(buffers, SweepVariant::ALL[0], &stop),

@@ -25,8 +25,10 @@
 //!    (`one_pass`: 37-105 ms at 1,000,000 buffers, 1.00-1.56 x the bound on the generated
 //!    traces), which then stands in for it (`run_candidates`), so that every arena gets a
 //!    plan within the limit; where more than [`FEW_LIVE`] are live per step, the other thread
-//!    stops then, so that the first has a core to complete on (`Insurance`). The search
-//!    starts from the lowest of them;
+//!    stops then, so that the first has a core to complete on (`Insurance`). Where not even
+//!    the one-pass packing alone has its time, before the bound or after it, it is made at
+//!    once instead, without the candidates (the bound beside it where still to find). The
+//!    search starts from the lowest of them;
 //! 3. on arenas of [`CRITICAL_FROM`] buffers or more, the *critical-step search*
 //!    ([`CriticalSteps`]): the exact search packs the buffers live where the live bytes
 //!    come within 10 % of the bound at the bound, the kit's greedy packer the others around
