@@ -403,7 +403,7 @@ impl<'a> Poller<'a> {
     /// Counts `work` units done; `Err(Stopped)` when that ends a stretch and `stop` says to
     /// give up.
     #[inline]
-    fn spent(&mut self, work: u64) -> Result<(), Stopped> {
+    pub(crate) fn spent(&mut self, work: u64) -> Result<(), Stopped> {
         match self.until_poll.checked_sub(work) {
             Some(left) if left > 0 => {
                 self.until_poll = left;
