@@ -152,9 +152,8 @@ impl ExactPacker {
         let mut swept = None;
         if starts.is_empty() && buffers.len() >= greedy::SWEEP_FIRST_FROM {
             let sweeping = Instant::now();
-            let sweep_stop = return_by(self.made, sooner, buffers.len())
-                .checked_sub(ONE_PASS_ALONE_PER_BUFFER.saturating_mul(buffers.len() as u32))
-                .unwrap_or(started);
+            let until = return_by(self.made, sooner, buffers.len());
+            let sweep_stop = one_pass_begun_by(until, buffers.len()).unwrap_or(started);
             let stop = || context.should_stop() || Instant::now() >= sweep_stop;
             // Where the sweep is to stop before it starts, the one-pass packing is made at
             // once: the sweep would only ask after its first passes over the buffers
@@ -401,6 +400,12 @@ pub fn return_by(made: Instant, sooner: Instant, buffers: usize) -> Instant {
         .checked_add(allowance)
         .and_then(|end| end.checked_sub(to_return))
         .unwrap_or(sooner)
+}
+
+/// The latest the one-pass packing of `count` buffers can begin, alone on a core
+/// ([`ONE_PASS_ALONE_PER_BUFFER`]), and be done by `until` (`None`: never).
+pub(crate) fn one_pass_begun_by(until: Instant, count: usize) -> Option<Instant> {
+    until.checked_sub(ONE_PASS_ALONE_PER_BUFFER.saturating_mul(count as u32))
 }
 
 /// Time [`return_by`] allows per buffer from a packer's stop to the planner's return (the

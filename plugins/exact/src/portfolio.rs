@@ -25,10 +25,10 @@
 //!    (`one_pass`: 37-105 ms at 1,000,000 buffers, 1.00-1.56 x the bound on the generated
 //!    traces), which then stands in for it (`run_candidates`), so that every arena gets a
 //!    plan within the limit; where more than [`FEW_LIVE`] are live per step, the other thread
-//!    stops then, so that the first has a core to complete on (`Insurance`). Where not even
-//!    the one-pass packing alone has its time, before the bound or after it, it is made at
-//!    once instead, without the candidates (the bound beside it where still to find). The
-//!    search starts from the lowest of them;
+//!    stops then, so that the first has a core to complete on (`one_pass_halts_the_other`).
+//!    Where not even the one-pass packing alone has its time, before the bound or after it,
+//!    it is made at once instead, without the candidates (the bound beside it where still to
+//!    find). The search starts from the lowest of them;
 //! 3. on arenas of [`CRITICAL_FROM`] buffers or more, the *critical-step search*
 //!    ([`CriticalSteps`]): the exact search packs the buffers live where the live bytes
 //!    come within 10 % of the bound at the bound, the kit's greedy packer the others around
@@ -102,7 +102,7 @@ use memplan_plugin_api::{
 use crate::critical::{CriticalPacking, CriticalSteps};
 use crate::greedy::SWEEP_FIRST_FROM;
 use crate::options::Techniques;
-use crate::packer::{one_pass_beside, return_by, ExactPacker, ONE_PASS_ALONE_PER_BUFFER};
+use crate::packer::{one_pass_begun_by, one_pass_beside, return_by, ExactPacker};
 use crate::search::Deadline;
 
 /// Search time for a whole plan when `time_limit_s` is not given.
@@ -564,7 +564,7 @@ impl PortfolioPacker {
     /// `insurance`, if given, insures the first candidate against running past the limit:
     /// where it is not done at `insurance.from`, a third thread makes the one-pass packing
     /// (called off once the first candidate completes; made at once where the first stops
-    /// without completing; the other thread stops then where `insurance.halts_the_other`),
+    /// without completing; the other thread stops then where `one_pass_halts_the_other`),
     /// and once that packing is made and `insurance.until` has come the first candidate
     /// stops. Where `insurance.from` has come before the call, the other
     /// thread stays idle (see `short`). The one-pass packing comes back only where the first
@@ -679,7 +679,7 @@ impl PortfolioPacker {
                     if first_completed.load(Ordering::Acquire) {
                         return None;
                     }
-                    if insurance.halts_the_other {
+                    if one_pass_halts_the_other(buffers) {
                         race.stop_other.store(true, Ordering::Relaxed);
                     }
                     let packing =
@@ -736,12 +736,7 @@ impl PortfolioPacker {
         let until = return_by(made, sooner, buffers.len());
         let one_pass = ONE_PASS_TIME_PER_BUFFER.saturating_mul(buffers.len() as u32);
         let from = until.checked_sub(one_pass).unwrap_or(made);
-        let halts_the_other = average_live(buffers) > FEW_LIVE;
-        Some(Insurance {
-            from,
-            until,
-            halts_the_other,
-        })
+        Some(Insurance { from, until })
     }
 }
 
@@ -752,7 +747,7 @@ impl PortfolioPacker {
 /// first sweep it takes longer: with 250 ns, and the critical-step search running too (three
 /// threads on two cores), it came too late on `random:1000000:2:1000000` with 0.3 s
 /// (returned in 0.41 s). That search now stops once the one-pass packing begins where more
-/// than 16 are live (`Insurance::halts_the_other`), and the one-pass packing takes 0.27-0.29 s
+/// than 16 are live (`one_pass_halts_the_other`), and the one-pass packing takes 0.27-0.29 s
 /// at 2,000,000 buffers where it took up to 0.45 s: with 300 ns instead of 400, the first
 /// sweep of `random:2000000:11:4000000` completes with 1 s in 5 runs of 7 (1.0857 x the
 /// bound; 0 of 3 with 400 ns, once the sweep stopped within 35 ms of being asked), and the
@@ -767,16 +762,20 @@ struct Insurance {
     from: Instant,
     /// The first candidate stops then, once the one-pass packing is made.
     until: Instant,
-    /// Whether the other thread (the critical-step search, candidates) stops once the
-    /// one-pass packing is begun, leaving its core to the first candidate: where more than
-    /// the kit's [`FEW_LIVE`] are live per step on average, the one-pass packing (by size
-    /// classes there) is 1.5-1.8 x the bound, so the first candidate had better complete.
-    /// (On `random:2000000:11:4000000`, 25 live, with 1 s, the first sweep completed one
-    /// run in two beside the search and the one-pass packing, 1.0857 x the bound, and the
-    /// one-pass packing's 1.8168 stood in the other.) Where fewer are live, the one-pass
-    /// packing is 1.0-1.15 x, and the critical-step search may yet reach the bound
-    /// (`model:1500000:3` does in 0.8 s).
-    halts_the_other: bool,
+}
+
+/// Whether the other thread (the critical-step search, candidates) stops once the one-pass
+/// packing of `buffers` is begun, leaving its core to the first candidate: where more than the
+/// kit's [`FEW_LIVE`] are live per step on average, the one-pass packing (by size classes
+/// there) is 1.5-1.8 x the bound, so the first candidate had better complete. (On
+/// `random:2000000:11:4000000`, 25 live, with 1 s, the first sweep completed one run in two
+/// beside the search and the one-pass packing, 1.0857 x the bound, and the one-pass
+/// packing's 1.8168 stood in the other.) Where fewer are live, the one-pass packing is
+/// 1.0-1.15 x, and the critical-step search may yet reach the bound (`model:1500000:3` does
+/// in 0.8 s). Asked only where the one-pass packing begins, on its thread: a pass over the
+/// lifetimes (5-8 ms at 2,000,000 buffers) that every large arena paid up front before.
+fn one_pass_halts_the_other(buffers: &[Buffer]) -> bool {
+    average_live(buffers) > FEW_LIVE
 }
 
 impl Insurance {
@@ -784,10 +783,7 @@ impl Insurance {
     /// `until` even alone on a core ([`ONE_PASS_ALONE_PER_BUFFER`]): then nothing else is to
     /// run before or beside it.
     fn leaves_the_one_pass_no_time(&self, count: usize) -> bool {
-        let one_pass = ONE_PASS_ALONE_PER_BUFFER.saturating_mul(count as u32);
-        self.until
-            .checked_sub(one_pass)
-            .is_none_or(|latest| Instant::now() >= latest)
+        one_pass_begun_by(self.until, count).is_none_or(|latest| Instant::now() >= latest)
     }
 }
 
@@ -1532,7 +1528,6 @@ mod tests {
         let insurance = Insurance {
             from: now,
             until: now + Duration::from_secs(30),
-            halts_the_other: false,
         };
         let (done, _, insured) = packer(30.0).run_candidates(
             &candidates,
@@ -1550,7 +1545,6 @@ mod tests {
         let insurance = Insurance {
             from: now,
             until: now,
-            halts_the_other: false,
         };
         let buffers = generated_instance("random:200000:1:200000")
             .unwrap()
@@ -1576,7 +1570,6 @@ mod tests {
         let until = |ms: u64| Insurance {
             from: now,
             until: now + Duration::from_millis(ms),
-            halts_the_other: false,
         };
         // 200 ns per buffer: 1,000,000 buffers need 0.2 s.
         assert!(until(150).leaves_the_one_pass_no_time(1_000_000));
@@ -1605,8 +1598,7 @@ mod tests {
             .unwrap();
         assert!(average_live(&buffers) > FEW_LIVE);
         let made = packer(30.0);
-        let insurance = made.insurance(&buffers, Instant::now() + Duration::from_secs(30));
-        assert!(insurance.is_some_and(|insurance| insurance.halts_the_other));
+        assert!(one_pass_halts_the_other(&buffers));
         let candidates = Candidate::for_arena(&buffers);
         let bound = arena_lower_bound(&buffers);
         // A busy machine may wake the insurance only after the first candidate is done, or
@@ -1626,7 +1618,6 @@ mod tests {
             let insurance = Insurance {
                 from: now + Duration::from_millis(10),
                 until: now + Duration::from_millis(10),
-                halts_the_other: true,
             };
             let (_, beside, insured) = made.run_candidates(
                 &candidates,
@@ -1651,8 +1642,7 @@ mod tests {
         assert!(met > 0, "never begun beside the other thread");
         // Few live per step: the insurance leaves the other thread be.
         let model_like = generated_instance("model:50000").unwrap().unwrap();
-        let insurance = made.insurance(&model_like, Instant::now() + Duration::from_secs(30));
-        assert!(insurance.is_some_and(|insurance| !insurance.halts_the_other));
+        assert!(!one_pass_halts_the_other(&model_like));
     }
 
     #[test]
