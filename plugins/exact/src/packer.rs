@@ -135,8 +135,9 @@ impl ExactPacker {
             context,
         };
         // Where not even a first packing is complete in time (`what`).
-        let one_pass =
-            |what: &str| one_pass_plan(buffers, host_limit_binds, started, what, context);
+        let one_pass = |what: &str, begun: bool| {
+            one_pass_plan(buffers, host_limit_binds, started, what, begun, context)
+        };
         // Large inputs given no start are swept first (the kit's first sweep variant, the
         // start `greedy` makes first there): O(n log n) and stopped at the deadline, where
         // the problem's setup is not (0.3-0.5 s at a million buffers), so a short limit ends
@@ -159,14 +160,15 @@ impl ExactPacker {
             // once: the sweep would only ask after its first passes over the buffers
             // (2,000,000 random lifetimes over 10,000,000 steps with 0.3 s: at 0.44 s, and
             // the plan came after 0.8 s; now after 0.34 s).
-            let first = match stop() {
-                true => Err(Stopped),
-                false => pack_sweep_variant(buffers, SweepVariant::ALL[0], &stop),
+            let begun = !stop();
+            let first = match begun {
+                true => pack_sweep_variant(buffers, SweepVariant::ALL[0], &stop),
+                false => Err(Stopped),
             };
             match first {
                 Err(Stopped) => {
                     let what = format!("a first sweep of {} buffers", buffers.len());
-                    return Ok(one_pass(&what));
+                    return Ok(one_pass(&what, begun));
                 }
                 Ok(None) => {}
                 Ok(Some(packing)) => {
@@ -265,7 +267,7 @@ impl ExactPacker {
                 "a first greedy packing of {} buffers living together",
                 problem.components[index].items.len()
             );
-            return Ok(one_pass(&what));
+            return Ok(one_pass(&what, true));
         }
         let mut packing = Packing {
             offsets: vec![0; buffers.len()],
@@ -357,15 +359,16 @@ pub(crate) fn one_pass_beside<T: Send>(
     })
 }
 
-/// The kit's one-pass packing of `buffers`, for a packer stopped before `what` was complete,
-/// with a note (and a warning) saying so: a plan with reuse rather than none (the kit's
-/// `one_pass`: 1.00-1.56 x the bound on the generated traces of 1,000,000 buffers, in
-/// 37-105 ms).
+/// The kit's one-pass packing of `buffers`, for a packer stopped before `what` was complete
+/// (or, where not `begun`, left too little time to begin it), with a note (and a warning)
+/// saying so: a plan with reuse rather than none (the kit's `one_pass`: 1.00-1.56 x the
+/// bound on the generated traces of 1,000,000 buffers, in 37-105 ms).
 fn one_pass_plan(
     buffers: &[Buffer],
     host_limit_binds: bool,
     started: Instant,
     what: &str,
+    begun: bool,
     context: &HostContext,
 ) -> Packing {
     let (limit, advice) = match host_limit_binds {
@@ -377,11 +380,17 @@ fn one_pass_plan(
     };
     let stopped_after = started.elapsed();
     let (mut packing, bound) = one_pass_beside(buffers, || arena_lower_bound(buffers));
+    let why = match begun {
+        true => format!(
+            "stopped {limit} after {:.2} s, before {what} was complete",
+            stopped_after.as_secs_f64()
+        ),
+        // "after 0.00 s, before ... was complete" read as if the packing had been cut short.
+        false => format!("too little time was left {limit} to begin {what}"),
+    };
     let note = format!(
-        "one-pass packing, {:.3} x the lower bound {bound}: stopped {limit} after {:.2} s, \
-         before {what} was complete{advice}",
+        "one-pass packing, {:.3} x the lower bound {bound}: {why}{advice}",
         packing.height as f64 / bound.max(1) as f64,
-        stopped_after.as_secs_f64(),
     );
     context.warn(&format!("exact: {note}"));
     packing.note = note;
@@ -800,6 +809,13 @@ mod tests {
                 "{}",
                 own.note
             );
+            // The sweep (from SWEEP_FIRST_FROM buffers) is not begun with no time left; the
+            // greedy start of a component is begun and cut short.
+            let said = match buffers.len() >= greedy::SWEEP_FIRST_FROM {
+                true => "too little time was left at its time limit to begin a first sweep",
+                false => "before a first greedy packing",
+            };
+            assert!(own.note.contains(said), "{}", own.note);
             // The host's deadline (`--timeout`, already passed) is the nearer: the host adds
             // its own advice.
             let now = Instant::now();
