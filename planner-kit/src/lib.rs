@@ -44,7 +44,9 @@ pub use one_pass::{average_live, pack_one_pass, pack_one_pass_until, FEW_LIVE};
 pub use options::PlannerOptions;
 pub use plan::plan_with_packer;
 pub use random::XorShift64Star;
-pub use sweep_variants::{pack_sweep_variant, PeakStacking, SweepVariant};
+pub use sweep_variants::{
+    busy_steps, pack_sweep_variant, PeakStacking, SweepVariant, ANCHOR_SPACING,
+};
 
 use memplan_plugin_api::{bounds, HostContext, Lifetime, PlanError};
 
