@@ -17,7 +17,9 @@
 //!    (`sweep_variants`) and plain best fit by start, then the other orders. From
 //!    [`SIZE_BEFORE_SWEEPS_FROM`] buffers where few are live per step ([`FEW_LIVE`] on
 //!    average: model-like traces), best fit by size goes first instead: there it is about
-//!    as cheap as a sweep and lower ([`Candidate::for_arena`]). Two threads take
+//!    as cheap as a sweep and lower ([`Candidate::for_arena`]). Where at least
+//!    [`BUSY_STEPS_FROM_LIVE`] are live per step on average, sweeps out of
+//!    [`BUSY_STEP_SWEEPS`] other busy steps follow the kit's sweeps. Two threads take
 //!    them from the list in turn; the others stop at the deadline, and a candidate at the
 //!    bound stops those after it. The first completes unless the time is too short for it:
 //!    from [`SWEEPS_FROM`] buffers, where it is not done shortly before the limit's
@@ -141,6 +143,28 @@ pub const SIZE_BEFORE_SWEEPS_FROM: usize = 200_000;
 /// at the bound).
 pub const LARGE_FIRST_SWEEP: SweepVariant =
     SweepVariant::AnchoredAtPeak(PeakStacking::EarliestStart, GapChoice::NearestEnd);
+/// Arenas with at least this many buffers live per step on average (the kit's
+/// `average_live`) take sweeps out of [`BUSY_STEP_SWEEPS`] more busy steps right after the
+/// kit's sweep variants (the kit's `busy_steps`; each by earliest start and by latest end,
+/// each buffer beside the neighbour ending nearest: `SweepVariant::AnchoredAtBusyStep`).
+/// There the live bytes come near the bound at most steps, the critical-step search takes
+/// nearly every buffer, the greedy orders other than start are superlinear, and the lowest
+/// packing is a sweep's: whichever leaves the least fragmentation where the live bytes come
+/// next nearest the bound, which only trying tells. With the default 1 s, on 34 generated
+/// random traces with 300-10,000 live per step (10,000-300,000 buffers over 1,000-10,000
+/// steps) 26 came lower, 8 the same, none higher: `random:20000:3` from 1.0185
+/// x the bound to 1.0017, `random:50000:3` 1.0107 to 1.0002, `random:150000` 1.0050 to
+/// 1.00005, `random:100000:2` 1.0074 to 1.0042, `random:60000:4:10000` (300 live) 1.0327
+/// to 1.0175; from 200,000 buffers they get no time in 1 s, and on `random:100000` and
+/// `random:70000` (seeds 1-3) they found nothing lower. Below 256 live they took the critical-step search's time: `random:40000:2:10000`
+/// (200 live), at the bound by that search, ended 1.0053 x it with them from 100 live.
+pub const BUSY_STEPS_FROM_LIVE: u64 = 256;
+/// The busy steps after the busiest that sweeps start from in dense arenas (see
+/// [`BUSY_STEPS_FROM_LIVE`]): 32 sweeps, at 100,000 buffers over 1,000 steps about 55 ms
+/// each, which the budget's second mostly covers there. On nine traces of 50,000-100,000
+/// buffers over 1,000 steps the lowest of 16 such sweeps (8 busy steps) was higher than the
+/// lowest of 32 on five (`random:100000:2`: 1.0074 against 1.0044 x the bound).
+pub const BUSY_STEP_SWEEPS: u8 = 16;
 /// Arenas with more buffers do not run the exact search.
 pub const EXACT_MAX_BUFFERS: usize = 50_000;
 /// Arenas with at least this many buffers run the critical-step search ([`CriticalSteps`]);
@@ -838,7 +862,9 @@ impl Candidate {
     /// only end early where no slower candidate comes before it; from
     /// [`SIZE_BEFORE_SWEEPS_FROM`] buffers best fit by size, greedy-bestfit's own packing,
     /// instead), then the other sweeps and plain best fit by start, then the other of the
-    /// two, then the rest of [`GREEDY`].
+    /// two, then the rest of [`GREEDY`]. In dense arenas (at least [`BUSY_STEPS_FROM_LIVE`]
+    /// live per step on average) the sweeps out of other busy steps come right after the
+    /// kit's sweeps, at any size.
     ///
     /// The first is the kit's first sweep variant, the start-order sweep that puts each buffer
     /// beside the neighbour ending nearest: on 1M random-lifetime buffers 1.0017 x the bound
@@ -869,11 +895,34 @@ impl Candidate {
             })
             .map(Candidate::Sweep)
             .collect();
+        // A pass over the lifetimes (5-8 ms at 2,000,000 buffers): made once, only where it
+        // decides something.
+        let live = (anchored_applies || buffers.len() >= SIZE_BEFORE_SWEEPS_FROM)
+            .then(|| average_live(buffers));
+        let busy_step_sweeps: Vec<Candidate> =
+            match anchored_applies && live.is_some_and(|live| live >= BUSY_STEPS_FROM_LIVE) {
+                true => (1..=BUSY_STEP_SWEEPS)
+                    .flat_map(|rank| {
+                        [PeakStacking::EarliestStart, PeakStacking::LatestEnd].map(|stacking| {
+                            Candidate::Sweep(SweepVariant::AnchoredAtBusyStep(
+                                rank,
+                                stacking,
+                                GapChoice::NearestEnd,
+                            ))
+                        })
+                    })
+                    .collect(),
+                false => Vec::new(),
+            };
         if buffers.len() < SWEEPS_FROM {
             // After every greedy order (a model those reach the bound on keeps its plan):
             // random-lifetime traces of a few thousand buffers, where no greedy order comes
             // near the bound, get the sweeps' packings as search starts.
-            return greedy.into_iter().chain(sweeps).collect();
+            return greedy
+                .into_iter()
+                .chain(sweeps)
+                .chain(busy_step_sweeps)
+                .collect();
         }
         let is = |order, fit| move |candidate: &Candidate| matches!(*candidate, Candidate::Greedy(o, f, _) if o == order && f == fit);
         let (by_start, by_duration, by_size) = (
@@ -898,7 +947,7 @@ impl Candidate {
             }
         }
         let few_live =
-            buffers.len() >= SIZE_BEFORE_SWEEPS_FROM && average_live(buffers) <= FEW_LIVE;
+            buffers.len() >= SIZE_BEFORE_SWEEPS_FROM && live.is_some_and(|live| live <= FEW_LIVE);
         let first = if few_live {
             find(&by_size)
         } else if anchored_applies {
@@ -926,6 +975,7 @@ impl Candidate {
             list.push(second);
         }
         list.extend(sweeps);
+        list.extend(busy_step_sweeps);
         if anchored_applies || few_live {
             list.push(find(&by_start));
         }
@@ -1253,11 +1303,15 @@ mod tests {
         // The sweeps are members at every size (below SWEEPS_FROM after the greedy orders:
         // random:3000 was 1.058 x its bound without them, 1.040 with them); each is
         // deterministic and takes milliseconds here, as do the greedy candidates, so all of
-        // them complete well within the budget even on a busy machine.
+        // them complete well within the budget even on a busy machine. So are the sweeps out
+        // of other busy steps where many buffers are live per step (random:10000:3, about
+        // 490; random:20000:3, about 980, came 1.0185 x its bound without them and 1.0017
+        // with them in 1 s).
         let context = HostContext::detached();
         for spec in [
             "random:3000:1",
             "random:10000:3",
+            "random:20000:3",
             "compiler:10000:2",
             "model:10000:1",
         ] {
@@ -1271,10 +1325,17 @@ mod tests {
                 portfolio.height <= by_start,
                 "{spec}: above best fit by start"
             );
-            for variant in SweepVariant::ALL {
+            let dense = average_live(&buffers) >= BUSY_STEPS_FROM_LIVE;
+            assert!(dense || !spec.starts_with("random:20000"), "{spec}");
+            let busy_steps = (1..=BUSY_STEP_SWEEPS).filter(|_| dense).flat_map(|rank| {
+                [PeakStacking::EarliestStart, PeakStacking::LatestEnd].map(|stacking| {
+                    SweepVariant::AnchoredAtBusyStep(rank, stacking, GapChoice::NearestEnd)
+                })
+            });
+            for variant in SweepVariant::ALL.into_iter().chain(busy_steps) {
                 let alone = pack_sweep_variant(&buffers, variant, &|| false)
                     .expect("not stopped")
-                    .expect("no fixed offsets")
+                    .expect("no fixed offsets, and busy steps enough")
                     .height;
                 assert!(
                     portfolio.height <= alone,
@@ -1344,9 +1405,11 @@ mod tests {
             .iter()
             .map(|&(order, fit, name)| Candidate::Greedy(order, fit, name))
             .collect();
+        // About 40 buffers live per step: more than FEW_LIVE, fewer than
+        // BUSY_STEPS_FROM_LIVE.
         let trace = |count: u32| -> Vec<Buffer> {
             (0..count)
-                .map(|i| buffer(16, i % 100, i % 100 + 3))
+                .map(|i| buffer(16, i % (count / 10), i % (count / 10) + 3))
                 .collect()
         };
         // Below SWEEPS_FROM: every greedy order first, in GREEDY's order, then the sweeps.
@@ -1432,6 +1495,67 @@ mod tests {
             .iter()
             .all(|c| !matches!(c, Candidate::Sweep(SweepVariant::AnchoredAtPeak(..)))));
         assert!(candidates.contains(&Candidate::Sweep(SweepVariant::Mirrored)));
+    }
+
+    #[test]
+    fn dense_arenas_take_sweeps_out_of_other_busy_steps_after_the_kits() {
+        // 4-step lifetimes over `steps` steps: 4 * count / steps buffers live per step.
+        let trace = |count: u32, steps: u32| -> Vec<Buffer> {
+            (0..count)
+                .map(|i| buffer(16, i % steps, i % steps + 3))
+                .collect()
+        };
+        let busy = |rank, stacking| {
+            Candidate::Sweep(SweepVariant::AnchoredAtBusyStep(
+                rank,
+                stacking,
+                GapChoice::NearestEnd,
+            ))
+        };
+        let busy_count = |list: &[Candidate]| {
+            list.iter()
+                .filter(|c| matches!(c, Candidate::Sweep(SweepVariant::AnchoredAtBusyStep(..))))
+                .count()
+        };
+        let (earliest, latest) = (PeakStacking::EarliestStart, PeakStacking::LatestEnd);
+        let at = |list: &[Candidate], wanted: Candidate| list.iter().position(|&c| c == wanted);
+        let last_kit_sweep = |list: &[Candidate]| {
+            SweepVariant::ALL
+                .iter()
+                .filter_map(|&variant| at(list, Candidate::Sweep(variant)))
+                .max()
+                .expect("the kit's sweeps are there")
+        };
+        for count in [
+            SWEEPS_FROM as u32 - 1,
+            SWEEPS_FROM as u32,
+            SIZE_BEFORE_SWEEPS_FROM as u32,
+        ] {
+            // About twice BUSY_STEPS_FROM_LIVE live per step: right after the kit's sweeps,
+            // in rank order, each busy step by earliest start and then by latest end.
+            let steps = 2 * count / BUSY_STEPS_FROM_LIVE as u32;
+            let mut dense = trace(count, steps);
+            assert!(average_live(&dense) >= BUSY_STEPS_FROM_LIVE, "{count}");
+            let list = Candidate::for_arena(&dense);
+            let after = last_kit_sweep(&list) + 1;
+            let sweeps = 2 * usize::from(BUSY_STEP_SWEEPS);
+            assert_eq!(busy_count(&list), sweeps, "{count}");
+            assert_eq!(list[after], busy(1, earliest), "{count}");
+            assert_eq!(list[after + 1], busy(1, latest), "{count}");
+            assert_eq!(list[after + 2], busy(2, earliest), "{count}");
+            assert_eq!(list[after + sweeps - 1], busy(BUSY_STEP_SWEEPS, latest));
+            assert_eq!(list.len(), GREEDY.len() + SweepVariant::ALL.len() + sweeps);
+            // Fewer live per step, or a fixed offset (the anchored sweeps do not apply):
+            // none.
+            let sparser = trace(count, steps * 4);
+            assert!(average_live(&sparser) < BUSY_STEPS_FROM_LIVE, "{count}");
+            for list in [Candidate::for_arena(&sparser), {
+                dense[3].fixed_offset = memplan_planner_kit::FixedOffset::at(0);
+                Candidate::for_arena(&dense)
+            }] {
+                assert_eq!(busy_count(&list), 0, "{count}");
+            }
+        }
     }
 
     #[test]
