@@ -18,8 +18,9 @@
 //!    [`SIZE_BEFORE_SWEEPS_FROM`] buffers where few are live per step ([`FEW_LIVE`] on
 //!    average: model-like traces), best fit by size goes first instead: there it is about
 //!    as cheap as a sweep and lower ([`Candidate::for_arena`]). Where at least
-//!    [`BUSY_STEPS_FROM_LIVE`] are live per step on average, sweeps out of
-//!    [`BUSY_STEP_SWEEPS`] other busy steps follow the kit's sweeps. Two threads take
+//!    [`BUSY_STEPS_FROM_LIVE`] are live per step on average ([`BUSY_STEPS_FROM_LIVE_UNSEARCHED`]
+//!    where the search skips the arena), sweeps out of [`BUSY_STEP_SWEEPS`] other busy steps
+//!    follow the kit's sweeps. Two threads take
 //!    them from the list in turn; the others stop at the deadline, and a candidate at the
 //!    bound stops those after it. The first completes unless the time is too short for it:
 //!    from [`SWEEPS_FROM`] buffers, where it is not done shortly before the limit's
@@ -159,6 +160,15 @@ pub const LARGE_FIRST_SWEEP: SweepVariant =
 /// `random:70000` (seeds 1-3) they found nothing lower. Below 256 live they took the critical-step search's time: `random:40000:2:10000`
 /// (200 live), at the bound by that search, ended 1.0053 x it with them from 100 live.
 pub const BUSY_STEPS_FROM_LIVE: u64 = 256;
+/// [`BUSY_STEPS_FROM_LIVE`] in arenas the exact search skips (more than
+/// [`EXACT_MAX_BUFFERS`] buffers): there nothing after the candidates has the time. The
+/// greedy orders other than start take the rest of the budget without completing where 64
+/// or more are live per step, and the critical-step search runs before the candidates or
+/// beside them. On 17 generated random traces of 60,000-400,000 buffers with 70-252 live per
+/// step, with 1 s, 6 came lower (`random:150000:7:50000`, 150 live, 1.0422 x the bound to
+/// 1.0188; `random:100000:4:20000` 1.0134 to 1.0060; `random:70000:41:20000` 1.0390 to
+/// 1.0328), 11 the same, none higher (2 runs each of the seven with 70-126 live).
+pub const BUSY_STEPS_FROM_LIVE_UNSEARCHED: u64 = 64;
 /// The busy steps after the busiest that sweeps start from in dense arenas (see
 /// [`BUSY_STEPS_FROM_LIVE`]): 32 sweeps, at 100,000 buffers over 1,000 steps about 55 ms
 /// each, which the budget's second mostly covers there. On nine traces of 50,000-100,000
@@ -863,7 +873,8 @@ impl Candidate {
     /// [`SIZE_BEFORE_SWEEPS_FROM`] buffers best fit by size, greedy-bestfit's own packing,
     /// instead), then the other sweeps and plain best fit by start, then the other of the
     /// two, then the rest of [`GREEDY`]. In dense arenas (at least [`BUSY_STEPS_FROM_LIVE`]
-    /// live per step on average) the sweeps out of other busy steps come right after the
+    /// live per step on average, [`BUSY_STEPS_FROM_LIVE_UNSEARCHED`] above
+    /// [`EXACT_MAX_BUFFERS`] buffers) the sweeps out of other busy steps come right after the
     /// kit's sweeps, at any size.
     ///
     /// The first is the kit's first sweep variant, the start-order sweep that puts each buffer
@@ -899,21 +910,24 @@ impl Candidate {
         // decides something.
         let live = (anchored_applies || buffers.len() >= SIZE_BEFORE_SWEEPS_FROM)
             .then(|| average_live(buffers));
-        let busy_step_sweeps: Vec<Candidate> =
-            match anchored_applies && live.is_some_and(|live| live >= BUSY_STEPS_FROM_LIVE) {
-                true => (1..=BUSY_STEP_SWEEPS)
-                    .flat_map(|rank| {
-                        [PeakStacking::EarliestStart, PeakStacking::LatestEnd].map(|stacking| {
-                            Candidate::Sweep(SweepVariant::AnchoredAtBusyStep(
-                                rank,
-                                stacking,
-                                GapChoice::NearestEnd,
-                            ))
-                        })
+        let dense = |live: u64| match buffers.len() > EXACT_MAX_BUFFERS {
+            true => live >= BUSY_STEPS_FROM_LIVE_UNSEARCHED,
+            false => live >= BUSY_STEPS_FROM_LIVE,
+        };
+        let busy_step_sweeps: Vec<Candidate> = match anchored_applies && live.is_some_and(dense) {
+            true => (1..=BUSY_STEP_SWEEPS)
+                .flat_map(|rank| {
+                    [PeakStacking::EarliestStart, PeakStacking::LatestEnd].map(|stacking| {
+                        Candidate::Sweep(SweepVariant::AnchoredAtBusyStep(
+                            rank,
+                            stacking,
+                            GapChoice::NearestEnd,
+                        ))
                     })
-                    .collect(),
-                false => Vec::new(),
-            };
+                })
+                .collect(),
+            false => Vec::new(),
+        };
         if buffers.len() < SWEEPS_FROM {
             // After every greedy order (a model those reach the bound on keeps its plan):
             // random-lifetime traces of a few thousand buffers, where no greedy order comes
@@ -1529,13 +1543,19 @@ mod tests {
         for count in [
             SWEEPS_FROM as u32 - 1,
             SWEEPS_FROM as u32,
+            EXACT_MAX_BUFFERS as u32,
+            EXACT_MAX_BUFFERS as u32 + 1,
             SIZE_BEFORE_SWEEPS_FROM as u32,
         ] {
-            // About twice BUSY_STEPS_FROM_LIVE live per step: right after the kit's sweeps,
-            // in rank order, each busy step by earliest start and then by latest end.
-            let steps = 2 * count / BUSY_STEPS_FROM_LIVE as u32;
+            let from = match count as usize > EXACT_MAX_BUFFERS {
+                true => BUSY_STEPS_FROM_LIVE_UNSEARCHED,
+                false => BUSY_STEPS_FROM_LIVE,
+            };
+            // About twice `from` live per step: right after the kit's sweeps, in rank order,
+            // each busy step by earliest start and then by latest end.
+            let steps = 2 * count / from as u32;
             let mut dense = trace(count, steps);
-            assert!(average_live(&dense) >= BUSY_STEPS_FROM_LIVE, "{count}");
+            assert!(average_live(&dense) >= from, "{count}");
             let list = Candidate::for_arena(&dense);
             let after = last_kit_sweep(&list) + 1;
             let sweeps = 2 * usize::from(BUSY_STEP_SWEEPS);
@@ -1548,7 +1568,7 @@ mod tests {
             // Fewer live per step, or a fixed offset (the anchored sweeps do not apply):
             // none.
             let sparser = trace(count, steps * 4);
-            assert!(average_live(&sparser) < BUSY_STEPS_FROM_LIVE, "{count}");
+            assert!(average_live(&sparser) < from, "{count}");
             for list in [Candidate::for_arena(&sparser), {
                 dense[3].fixed_offset = memplan_planner_kit::FixedOffset::at(0);
                 Candidate::for_arena(&dense)
