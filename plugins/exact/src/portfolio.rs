@@ -148,17 +148,18 @@ pub const LARGE_FIRST_SWEEP: SweepVariant =
 /// `average_live`) take sweeps out of [`BUSY_STEP_SWEEPS`] more busy steps right after the
 /// kit's sweep variants (the kit's `busy_steps`; each by earliest start and by latest end,
 /// each buffer beside the neighbour ending nearest: `SweepVariant::AnchoredAtBusyStep`).
-/// There the live bytes come near the bound at most steps, the critical-step search takes
-/// nearly every buffer, the greedy orders other than start are superlinear, and the lowest
-/// packing is a sweep's: whichever leaves the least fragmentation where the live bytes come
-/// next nearest the bound, which only trying tells. With the default 1 s, on 34 generated
-/// random traces with 300-10,000 live per step (10,000-300,000 buffers over 1,000-10,000
-/// steps) 26 came lower, 8 the same, none higher: `random:20000:3` from 1.0185
-/// x the bound to 1.0017, `random:50000:3` 1.0107 to 1.0002, `random:150000` 1.0050 to
-/// 1.00005, `random:100000:2` 1.0074 to 1.0042, `random:60000:4:10000` (300 live) 1.0327
-/// to 1.0175; from 200,000 buffers they get no time in 1 s, and on `random:100000` and
-/// `random:70000` (seeds 1-3) they found nothing lower. Below 256 live they took the critical-step search's time: `random:40000:2:10000`
-/// (200 live), at the bound by that search, ended 1.0053 x it with them from 100 live.
+/// There the live bytes come near the bound at many steps, the greedy orders other than
+/// start are superlinear, and the lowest packing is mostly a sweep's: whichever leaves the
+/// least fragmentation where the live bytes come next nearest the bound, which only trying
+/// tells. With the default 1 s, on 34 generated random traces with 300-10,000 live per step
+/// (10,000-300,000 buffers over 1,000-10,000 steps) 26 came lower, 8 the same, none higher:
+/// `random:20000:3` from 1.0185 x the bound to 1.0017, `random:50000:3` 1.0107 to 1.0002,
+/// `random:150000` 1.0050 to 1.00005, `random:100000:2` 1.0074 to 1.0042,
+/// `random:60000:4:10000` (300 live) 1.0327 to 1.0175; from 200,000 buffers they get no time
+/// in 1 s, and on `random:100000` and `random:70000` (seeds 1-3) they found nothing lower.
+/// Below 256 live they took the critical-step search's time where the search runs:
+/// `random:40000:2:10000` (200 live), at the bound by that search, ended 1.0053 x it with
+/// them from 100 live.
 pub const BUSY_STEPS_FROM_LIVE: u64 = 256;
 /// [`BUSY_STEPS_FROM_LIVE`] in arenas the exact search skips (more than
 /// [`EXACT_MAX_BUFFERS`] buffers): there nothing after the candidates has the time. The
