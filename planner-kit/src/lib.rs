@@ -36,8 +36,8 @@ pub mod testing;
 
 pub use bump::{pack_bump_until, BumpPacker, BUMP_POLL_BUFFERS};
 pub use greedy::{
-    greedy_ranks, pack_greedy, pack_greedy_between, pack_greedy_ranked, pack_greedy_until, Fit,
-    GapChoice, Order, Stopped, Timeline,
+    greedy_ranks, live_bytes_at_points, pack_greedy, pack_greedy_between, pack_greedy_ranked,
+    pack_greedy_until, Fit, GapChoice, Order, Stopped, Timeline,
 };
 pub use grouped::Grouped;
 pub use one_pass::{average_live, pack_one_pass, pack_one_pass_until, FEW_LIVE};

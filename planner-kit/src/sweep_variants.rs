@@ -54,7 +54,8 @@
 //! packing in start order ([`crate::greedy`]).
 
 use crate::greedy::{
-    pack_greedy_until, pack_start_order, Fit, GapChoice, Order, Poller, Stopped, Timeline,
+    live_bytes_at_points, pack_greedy_until, pack_start_order, Fit, GapChoice, Order, Poller,
+    Stopped, Timeline,
 };
 use crate::{Buffer, FixedOffset, Packing};
 use memplan_plugin_api::bounds::{align_up, busiest_step};
@@ -238,7 +239,8 @@ fn busy_steps_until(
         .map(|buffer| timeline.span(buffer.lifetime))
         .collect();
     passed()?;
-    let live = timeline.live_bytes(spans.iter().copied().zip(buffers.iter().map(|b| b.size)));
+    let sizes = buffers.iter().map(|buffer| buffer.size);
+    let live = live_bytes_at_points(timeline.points().len(), spans.iter().copied().zip(sizes));
     let covered: u64 = spans
         .iter()
         .map(|&(first, last)| u64::from(last - first) + 1)

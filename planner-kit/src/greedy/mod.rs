@@ -129,7 +129,7 @@ mod tests;
 mod timeline;
 
 pub use sweep::GapChoice;
-pub use timeline::Timeline;
+pub use timeline::{live_bytes_at_points, Timeline};
 
 use dense::*;
 use fit::*;

@@ -341,6 +341,22 @@ fn offsets_narrow_to_32_bits_only_while_every_end_fits() {
 }
 
 #[test]
+fn live_bytes_at_points_sum_the_sizes_over_each_span() {
+    // Points 0-3 (start steps 5, 7, 9, 12): a (8 bytes) over 5-9, b (4) at 7, c (2) over
+    // 9-12, d (1) at 12.
+    let buffers = vec![
+        buffer(8, 5, 9),
+        buffer(4, 7, 7),
+        buffer(2, 9, 12),
+        buffer(1, 12, 12),
+    ];
+    let timeline = Timeline::new(&buffers);
+    let spans = buffers.iter().map(|b| (timeline.span(b.lifetime), b.size));
+    assert_eq!(live_bytes_at_points(4, spans), vec![8, 12, 10, 3]);
+    assert_eq!(live_bytes_at_points(0, []), Vec::<u64>::new());
+}
+
+#[test]
 fn sparse_and_dense_steps_give_the_same_spans() {
     let dense = vec![
         buffer(1, 5, 9),

@@ -103,28 +103,28 @@ impl Timeline {
             }
         }
     }
+}
 
-    /// The live bytes at each point, given each buffer's span (from [`Timeline::span`]) and
-    /// size: they change only at points, so their largest is the arena's peak. O(n + m).
-    pub fn live_bytes(
-        &self,
-        spans_and_sizes: impl IntoIterator<Item = ((u32, u32), u64)>,
-    ) -> Vec<u64> {
-        let count = self.points.len();
-        let mut change = vec![0i128; count + 1];
-        for ((first, last), size) in spans_and_sizes {
-            change[first as usize] += i128::from(size);
-            change[last as usize + 1] -= i128::from(size);
-        }
-        let mut live = 0i128;
-        change[..count]
-            .iter()
-            .map(|&delta| {
-                live += delta;
-                live as u64
-            })
-            .collect()
+/// The live bytes at each of `points` points (start steps), given each buffer's span over
+/// them (a [`Timeline::span`]) and its size: they change only at points, so their largest is
+/// the arena's peak. O(n + m).
+pub fn live_bytes_at_points(
+    points: usize,
+    spans_and_sizes: impl IntoIterator<Item = ((u32, u32), u64)>,
+) -> Vec<u64> {
+    let mut change = vec![0i128; points + 1];
+    for ((first, last), size) in spans_and_sizes {
+        change[first as usize] += i128::from(size);
+        change[last as usize + 1] -= i128::from(size);
     }
+    let mut live = 0i128;
+    change[..points]
+        .iter()
+        .map(|&delta| {
+            live += delta;
+            live as u64
+        })
+        .collect()
 }
 
 /// Lists of slots, one per key, whose final lengths are known in advance: list `k` owns the

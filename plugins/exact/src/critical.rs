@@ -38,8 +38,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use memplan_planner_kit::{
-    average_live, pack_greedy_until, pack_sweep_variant, Buffer, Fit, FixedOffset, Order, Packing,
-    SweepVariant, Timeline, FEW_LIVE,
+    average_live, live_bytes_at_points, pack_greedy_until, pack_sweep_variant, Buffer, Fit,
+    FixedOffset, Order, Packing, SweepVariant, Timeline, FEW_LIVE,
 };
 use memplan_plugin_api::HostContext;
 
@@ -225,7 +225,7 @@ impl CriticalSteps {
             if height <= bound {
                 break;
             }
-            let last = self.steps.count() - 1;
+            let last = self.steps.count - 1;
             for step in too_high {
                 let around = step.saturating_sub(GROW_STEPS)..=(step + GROW_STEPS).min(last);
                 critical_steps[around].fill(true);
@@ -242,7 +242,7 @@ impl CriticalSteps {
 struct StartSteps {
     /// Per buffer, the first and last start step (index) of its lifetime.
     spans: Vec<(usize, usize)>,
-    timeline: Timeline,
+    count: usize,
 }
 
 impl StartSteps {
@@ -256,12 +256,10 @@ impl StartSteps {
                 (first as usize, last as usize)
             })
             .collect();
-        StartSteps { spans, timeline }
-    }
-
-    /// How many start steps there are.
-    fn count(&self) -> usize {
-        self.timeline.points().len()
+        StartSteps {
+            spans,
+            count: timeline.points().len(),
+        }
     }
 
     /// The live bytes at each start step.
@@ -270,14 +268,16 @@ impl StartSteps {
             .spans
             .iter()
             .map(|&(first, last)| (first as u32, last as u32));
-        self.timeline
-            .live_bytes(spans.zip(buffers.iter().map(|buffer| buffer.size)))
+        live_bytes_at_points(
+            self.count,
+            spans.zip(buffers.iter().map(|buffer| buffer.size)),
+        )
     }
 
     /// The buffers live at any start step marked in `marked`, ascending.
     fn buffers_live_at(&self, marked: &[bool]) -> Vec<usize> {
         // marked_before[s]: marked steps before s.
-        let mut marked_before = Vec::with_capacity(self.count() + 1);
+        let mut marked_before = Vec::with_capacity(self.count + 1);
         marked_before.push(0u32);
         for &mark in marked {
             marked_before.push(marked_before[marked_before.len() - 1] + u32::from(mark));
@@ -301,7 +301,7 @@ impl StartSteps {
         let mut live: BinaryHeap<usize> = BinaryHeap::new();
         let mut next = 0;
         let mut above = Vec::new();
-        for step in 0..self.count() {
+        for step in 0..self.count {
             while next < by_first.len() && self.spans[by_first[next]].0 == step {
                 live.push(self.spans[by_first[next]].1);
                 next += 1;
@@ -341,7 +341,7 @@ mod tests {
             buffer(3, 2, 3),
         ];
         let steps = StartSteps::new(&buffers);
-        assert_eq!(steps.count(), 3);
+        assert_eq!(steps.count, 3);
         assert_eq!(steps.spans, [(0, 0), (1, 2), (0, 2), (2, 2), (1, 1)]);
         assert_eq!(steps.live_bytes(&buffers), [15, 28, 32]);
         assert_eq!(steps.buffers_live_at(&[false, true, false]), [1, 2, 4]);
