@@ -197,15 +197,9 @@ pub fn pack_sweep_variant(
         SweepVariant::Mirrored => pack_mirrored(buffers, stop).map(Some),
         SweepVariant::NearestEnd => pack_start_order(buffers, GapChoice::NearestEnd, stop),
         SweepVariant::AnchoredAtPeak(stacking, choice) => {
-            if buffers.iter().any(|buffer| buffer.fixed_offset.is_some()) {
-                return Ok(None);
-            }
             pack_anchored(buffers, Anchor::Busiest, stacking, choice, stop)
         }
         SweepVariant::AnchoredAtBusyStep(rank, stacking, choice) => {
-            if buffers.iter().any(|buffer| buffer.fixed_offset.is_some()) {
-                return Ok(None);
-            }
             pack_anchored(buffers, Anchor::Busy(rank), stacking, choice, stop)
         }
     }
@@ -295,7 +289,7 @@ fn mirror(buffer: &Buffer, last: u32) -> Buffer {
 }
 
 /// See [`SweepVariant::AnchoredAtPeak`] and [`SweepVariant::AnchoredAtBusyStep`]; `None`
-/// where there is no busy step of the rank asked for. No buffer has a fixed offset.
+/// where a buffer has a fixed offset or there is no busy step of the rank asked for.
 fn pack_anchored(
     buffers: &[Buffer],
     anchor: Anchor,
@@ -307,6 +301,9 @@ fn pack_anchored(
     // is asked between them too (they take tens of milliseconds each at 2,000,000 buffers:
     // asked only in the sides' sweeps, the stop came up to 0.25 s late), and a small packing
     // still completes.
+    if buffers.iter().any(|buffer| buffer.fixed_offset.is_some()) {
+        return Ok(None);
+    }
     let mut poller = Poller::new(stop);
     let mut passed = || poller.spent(buffers.len() as u64);
     let peak = match anchor {
