@@ -176,6 +176,26 @@ pub const BUSY_STEPS_FROM_LIVE_UNSEARCHED: u64 = 64;
 /// buffers over 1,000 steps the lowest of 16 such sweeps (8 busy steps) was higher than the
 /// lowest of 32 on five (`random:100000:2`: 1.0074 against 1.0044 x the bound).
 pub const BUSY_STEP_SWEEPS: u8 = 16;
+/// How many buffers an arena of `count` must have live per step on average to take the
+/// sweeps out of other busy steps: [`BUSY_STEPS_FROM_LIVE`], or
+/// [`BUSY_STEPS_FROM_LIVE_UNSEARCHED`] where the search skips it.
+fn busy_steps_from_live(count: usize) -> u64 {
+    match count > EXACT_MAX_BUFFERS {
+        true => BUSY_STEPS_FROM_LIVE_UNSEARCHED,
+        false => BUSY_STEPS_FROM_LIVE,
+    }
+}
+
+/// The sweeps out of other busy steps, in the order tried: busy steps 1 to
+/// [`BUSY_STEP_SWEEPS`], each by earliest start and then by latest end, each buffer beside
+/// the neighbour ending nearest.
+fn busy_step_sweeps() -> impl Iterator<Item = SweepVariant> {
+    (1..=BUSY_STEP_SWEEPS).flat_map(|rank| {
+        [PeakStacking::EarliestStart, PeakStacking::LatestEnd]
+            .map(|stacking| SweepVariant::AnchoredAtBusyStep(rank, stacking, GapChoice::NearestEnd))
+    })
+}
+
 /// Arenas with more buffers do not run the exact search.
 pub const EXACT_MAX_BUFFERS: usize = 50_000;
 /// Arenas with at least this many buffers run the critical-step search ([`CriticalSteps`]);
@@ -911,22 +931,9 @@ impl Candidate {
         // decides something.
         let live = (anchored_applies || buffers.len() >= SIZE_BEFORE_SWEEPS_FROM)
             .then(|| average_live(buffers));
-        let dense = |live: u64| match buffers.len() > EXACT_MAX_BUFFERS {
-            true => live >= BUSY_STEPS_FROM_LIVE_UNSEARCHED,
-            false => live >= BUSY_STEPS_FROM_LIVE,
-        };
+        let dense = |live: u64| live >= busy_steps_from_live(buffers.len());
         let busy_step_sweeps: Vec<Candidate> = match anchored_applies && live.is_some_and(dense) {
-            true => (1..=BUSY_STEP_SWEEPS)
-                .flat_map(|rank| {
-                    [PeakStacking::EarliestStart, PeakStacking::LatestEnd].map(|stacking| {
-                        Candidate::Sweep(SweepVariant::AnchoredAtBusyStep(
-                            rank,
-                            stacking,
-                            GapChoice::NearestEnd,
-                        ))
-                    })
-                })
-                .collect(),
+            true => busy_step_sweeps().map(Candidate::Sweep).collect(),
             false => Vec::new(),
         };
         if buffers.len() < SWEEPS_FROM {
@@ -1340,13 +1347,9 @@ mod tests {
                 portfolio.height <= by_start,
                 "{spec}: above best fit by start"
             );
-            let dense = average_live(&buffers) >= BUSY_STEPS_FROM_LIVE;
+            let dense = average_live(&buffers) >= busy_steps_from_live(buffers.len());
             assert!(dense || !spec.starts_with("random:20000"), "{spec}");
-            let busy_steps = (1..=BUSY_STEP_SWEEPS).filter(|_| dense).flat_map(|rank| {
-                [PeakStacking::EarliestStart, PeakStacking::LatestEnd].map(|stacking| {
-                    SweepVariant::AnchoredAtBusyStep(rank, stacking, GapChoice::NearestEnd)
-                })
-            });
+            let busy_steps = busy_step_sweeps().filter(|_| dense);
             for variant in SweepVariant::ALL.into_iter().chain(busy_steps) {
                 let alone = pack_sweep_variant(&buffers, variant, &|| false)
                     .expect("not stopped")
