@@ -148,6 +148,24 @@ pub struct Packing {
     pub note: String,
 }
 
+impl Packing {
+    /// The packing of `buffers` at `offsets` (one per buffer, in order), with its height
+    /// and no note.
+    pub fn at(buffers: &[Buffer], offsets: Vec<u64>) -> Packing {
+        let height = buffers
+            .iter()
+            .zip(&offsets)
+            .map(|(buffer, offset)| offset.saturating_add(buffer.size))
+            .max()
+            .unwrap_or(0);
+        Packing {
+            offsets,
+            height,
+            note: String::new(),
+        }
+    }
+}
+
 /// A packing algorithm for one arena: buffers whose lifetimes overlap must not overlap in
 /// bytes; offsets honour alignment and fixed offsets.
 pub trait Packer {
@@ -165,5 +183,21 @@ pub trait Packer {
     ) -> Result<Packing, PlanError> {
         let _ = room;
         self.pack(buffers, context)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::buffer;
+
+    #[test]
+    fn a_packing_at_offsets_is_as_high_as_its_highest_buffer_ends() {
+        let buffers = [buffer(10, 0, 1), buffer(20, 0, 1), buffer(5, 2, 3)];
+        let packing = Packing::at(&buffers, vec![20, 0, 40]);
+        assert_eq!(packing.offsets, [20, 0, 40]);
+        assert_eq!(packing.height, 45);
+        assert!(packing.note.is_empty());
+        assert_eq!(Packing::at(&[], Vec::new()).height, 0);
     }
 }

@@ -112,17 +112,7 @@ pub fn pack_one_pass_until(
         let ends = by_step(buffers, &packed, |buffer| buffer.lifetime.last);
         size_classes(buffers, &starts, &ends, base, &mut offsets, stop)?;
     }
-    let height = buffers
-        .iter()
-        .zip(&offsets)
-        .map(|(buffer, offset)| offset.saturating_add(buffer.size))
-        .max()
-        .unwrap_or(0);
-    Ok(Packing {
-        offsets,
-        height,
-        note: String::new(),
-    })
+    Ok(Packing::at(buffers, offsets))
 }
 
 /// Whether the pass should ask `stop` after `placed` buffers, and `stop`'s answer.

@@ -269,28 +269,19 @@ impl ExactPacker {
             );
             return Ok(one_pass(&what, true));
         }
-        let mut packing = Packing {
-            offsets: vec![0; buffers.len()],
-            height: 0,
-            note: String::new(),
-        };
+        let mut placed = vec![0; buffers.len()];
         for &index in &problem.empty {
-            packing.offsets[index] = buffers[index].fixed_offset.get().unwrap_or(0);
+            placed[index] = buffers[index].fixed_offset.get().unwrap_or(0);
         }
         for (component, offsets) in problem.components.iter().zip(&offsets) {
             for (item, offset) in component.items.iter().zip(offsets) {
-                packing.offsets[item.buffer] = buffers[item.buffer]
+                placed[item.buffer] = buffers[item.buffer]
                     .fixed_offset
                     .get()
                     .unwrap_or(offset * problem.unit);
             }
         }
-        packing.height = buffers
-            .iter()
-            .zip(&packing.offsets)
-            .map(|(buffer, offset)| offset + buffer.size)
-            .max()
-            .unwrap_or(0);
+        let packing = Packing::at(buffers, placed);
         let bound = arena_lower_bound(buffers);
         let summary = summary(
             packing.height,
