@@ -41,8 +41,9 @@
 //!    buffers, model-like traces) it goes *before* step 2, with half the time left before
 //!    the sooner of the deadline and the host's `--timeout`, and a plan at the bound ends
 //!    there, its packing one more start for the search. From [`SIZE_BEFORE_SWEEPS_FROM`]
-//!    buffers, where a round costs a greedy packing of the arena (up to 1.5 s at 1,000,000
-//!    buffers) that the candidates need the time for, it runs on the other core beside step
+//!    buffers, where its first round costs a greedy packing of the arena (up to 1.5 s at
+//!    1,000,000 buffers; the later rounds pack only the buffers near the critical ones) that
+//!    the candidates need the time for, it runs on the other core beside step
 //!    2 instead, until that deadline, ranked between the first candidate and the others
 //!    (generated model-like traces of 300,000-1,000,000 buffers: at the bound in 0.19-0.45 s
 //!    of the default 1 s, where they ended 0.03-8 % above it). Where its first round takes
@@ -346,8 +347,8 @@ impl Packer for PortfolioPacker {
         let half_the_time_left = || Instant::now() + time_left_here() / 2;
         // The critical-step search goes first where the live bytes come near the bound at
         // few steps (a plan at the bound then needs no candidate), else after the candidates.
-        // From SIZE_BEFORE_SWEEPS_FROM buffers, where a round costs a greedy packing of the
-        // arena (up to 1.5 s at 1,000,000 buffers) and finding its steps 0.1-0.2 s, both of
+        // From SIZE_BEFORE_SWEEPS_FROM buffers, where the first round costs a greedy packing
+        // of the arena (up to 1.5 s at 1,000,000 buffers) and finding its steps 0.1-0.2 s, both of
         // which the candidates need in 1 s, it runs on the other core beside the candidates
         // instead (`critical_beside_candidates`).
         let critical_applies = buffers.len() >= CRITICAL_FROM;
@@ -911,9 +912,10 @@ impl Candidate {
     /// on every such trace measured (model-like traces of 200,000-2,000,000 buffers:
     /// 1.036-1.098 x the bound where the first sweep gave 1.070-1.316; random lifetimes
     /// with 5-10 live: 1.000-1.020 where it gave 1.033-1.088). With the default 1 s the
-    /// critical-step search beside it reaches the bound up to 1,000,000 buffers as before;
-    /// at 2,000,000 (`model:2000000:1`), where its round takes the whole second, the plan is
-    /// greedy-bestfit's 1.0363 x the bound instead of its 1.0438.
+    /// critical-step search beside it reaches the bound up to 1,000,000 buffers as before,
+    /// and at 2,000,000 (`model:2000000:1`, where by size alone gives 1.0363 x the bound and
+    /// the first sweep 1.0438) since its later rounds pack only the buffers near the critical
+    /// ones.
     fn for_arena(buffers: &[Buffer]) -> Vec<Candidate> {
         let greedy: Vec<Candidate> = GREEDY
             .iter()
