@@ -40,11 +40,12 @@
 //!    bytes come near the bound at few steps: random lifetimes over as many steps as
 //!    buffers, model-like traces) it goes *before* step 2, with half the time left before
 //!    the sooner of the deadline and the host's `--timeout`, and a plan at the bound ends
-//!    there, its packing one more start for the search. From [`SIZE_BEFORE_SWEEPS_FROM`]
-//!    buffers, where its first round costs a greedy packing of the arena (up to 1.5 s at
-//!    1,000,000 buffers; the later rounds pack only the buffers near the critical ones) that
-//!    the candidates need the time for, it runs on the other core beside step
-//!    2 instead, until that deadline, ranked between the first candidate and the others
+//!    there, its packing one more start for the search. In arenas the search skips (from
+//!    [`BESIDE_CANDIDATES_FROM`] buffers), where its first round costs a greedy packing of the
+//!    arena (up to 1.5 s at 1,000,000 buffers; the later rounds of large arenas pack only the
+//!    buffers near the critical ones) that the candidates need the time for, it runs on the
+//!    other core beside step 2 instead, until that deadline, ranked between the first
+//!    candidate and the others
 //!    (generated model-like traces of 300,000-1,000,000 buffers: at the bound in 0.19-0.45 s
 //!    of the default 1 s, where they ended 0.03-8 % above it). Where its first round takes
 //!    more, it runs after step 2 while the best is above the bound, until the deadline: on
@@ -199,6 +200,18 @@ fn busy_step_sweeps() -> impl Iterator<Item = SweepVariant> {
 
 /// Arenas with more buffers do not run the exact search.
 pub const EXACT_MAX_BUFFERS: usize = 50_000;
+/// Arenas with at least this many buffers (those the exact search skips) run the
+/// critical-step search on the other core beside the candidates, for the whole budget,
+/// instead of before them with half of it where it applies ([`CRITICAL_FIRST_SHARE`]; its
+/// core's twin idle meanwhile). From 200,000 buffers its first round alone takes much of the
+/// budget. From here, on 29 generated traces of 60,000-180,000 buffers (random lifetimes with
+/// 25-2,500 live per step, model-like, training) with the default 1 s, 3 came lower, all to
+/// the bound (`random:80000:11:40000` from 1.0331 x it, `random:100000:42:60000` 1.0135,
+/// `random:120000:12:30000` 1.0031: their rounds need 0.5-0.85 s), none higher; those at the
+/// bound before took up to 20 ms longer (`model:150000:97` 0.10 s instead of 0.08 s: the
+/// first candidate completes before the plan does). On smaller arenas, where the search runs
+/// after the candidates, 38 traces of 1,000-50,000 buffers ended as high as before.
+pub const BESIDE_CANDIDATES_FROM: usize = EXACT_MAX_BUFFERS + 1;
 /// Arenas with at least this many buffers run the critical-step search ([`CriticalSteps`]);
 /// on smaller ones the search of the whole arena does as well (MiniMalloc's instances,
 /// 150-450 buffers).
@@ -347,12 +360,15 @@ impl Packer for PortfolioPacker {
         let half_the_time_left = || Instant::now() + time_left_here() / 2;
         // The critical-step search goes first where the live bytes come near the bound at
         // few steps (a plan at the bound then needs no candidate), else after the candidates.
-        // From SIZE_BEFORE_SWEEPS_FROM buffers, where the first round costs a greedy packing
-        // of the arena (up to 1.5 s at 1,000,000 buffers) and finding its steps 0.1-0.2 s, both of
-        // which the candidates need in 1 s, it runs on the other core beside the candidates
-        // instead (`critical_beside_candidates`).
+        // In arenas the search skips (above EXACT_MAX_BUFFERS buffers) it runs on the other
+        // core beside the candidates instead (`critical_beside_candidates`), with the whole
+        // budget, where going first it had half of it and a core only: at 1,000,000 buffers
+        // its first round costs a greedy packing of the arena (up to 1.5 s) and finding its
+        // steps 0.1-0.2 s, both of which the candidates need in 1 s, and at 80,000-120,000
+        // buffers with 100-125 live per step its five or six rounds took 0.5-0.85 s (see
+        // `BESIDE_CANDIDATES_FROM`).
         let critical_applies = buffers.len() >= CRITICAL_FROM;
-        let large = buffers.len() >= SIZE_BEFORE_SWEEPS_FROM;
+        let large = buffers.len() >= BESIDE_CANDIDATES_FROM;
         let is_sparse =
             |steps: &CriticalSteps| steps.first_critical() * CRITICAL_FIRST_SHARE <= buffers.len();
         let mut first_steps =
@@ -1895,6 +1911,28 @@ mod tests {
             packing.note
         );
         assert!(took < Duration::from_millis(1200), "{took:?}");
+    }
+
+    #[test]
+    fn an_arena_the_search_skips_is_at_its_bound_by_the_critical_steps_beside_the_candidates() {
+        // 80,000 buffers, about 100 live per step: the critical-step search needs six rounds
+        // (about 0.5 s alone), where going first it had half the default second; beside the
+        // candidates it has the whole budget.
+        let buffers = generated_instance("random:80000:11:40000")
+            .unwrap()
+            .unwrap();
+        assert!(buffers.len() >= BESIDE_CANDIDATES_FROM);
+        let bound = arena_lower_bound(&buffers);
+        let packing = packer(10.0)
+            .pack(&buffers, &HostContext::detached())
+            .unwrap();
+        assert_valid_packing(&buffers, &packing);
+        assert_eq!(packing.height, bound, "{}", packing.note);
+        assert!(
+            packing.note.starts_with("critical-step search ("),
+            "{}",
+            packing.note
+        );
     }
 
     #[test]
