@@ -558,6 +558,21 @@ mod tests {
                 "buffer {index}"
             );
         }
+        // A buffer packed again that the caller fixed stays where it was fixed: here one
+        // above every other buffer.
+        let is_critical = |index: usize| critical.contains(&index);
+        let fixed = (0..buffers.len())
+            .find(|&index| may_move[index] && !is_critical(index))
+            .expect("a buffer to pack again");
+        let mut with_fixed = buffers.clone();
+        with_fixed[fixed].fixed_offset = FixedOffset::at(before.height);
+        let mut offsets = before.offsets.clone();
+        offsets[fixed] = before.height;
+        let after = steps
+            .repack_around(&with_fixed, offsets, critical, &second, &never)
+            .unwrap();
+        assert_valid_packing(&with_fixed, &after);
+        assert_eq!(after.offsets[fixed], before.height);
     }
 
     #[test]
