@@ -398,20 +398,14 @@ impl StartSteps {
 
     /// The start steps marked where any of the buffers `indices` is live.
     fn spans_of(&self, indices: &[usize]) -> Vec<bool> {
-        // Spans begun minus spans ended before each step.
-        let mut open = vec![0i64; self.count + 1];
-        for &index in indices {
+        // Each buffer counted as one byte: a step is marked where any is live.
+        let spans = indices.iter().map(|&index| {
             let (first, last) = self.spans[index];
-            open[first] += 1;
-            open[last + 1] -= 1;
-        }
-        let mut live = 0;
-        open[..self.count]
-            .iter()
-            .map(|&change| {
-                live += change;
-                live > 0
-            })
+            ((first as u32, last as u32), 1)
+        });
+        live_bytes_at_points(self.count, spans)
+            .into_iter()
+            .map(|live| live > 0)
             .collect()
     }
 
