@@ -26,7 +26,9 @@
 //!    offsets the search gave them: best fit by size where few buffers are live per step
 //!    (at most the kit's [`FEW_LIVE`] on average: model-like traces), by start where more
 //!    (the kit's sweep, which steers around the held buffers: up to
-//!    [`START_ORDER_MOST_LIVE`]), else by area (see [`CriticalSteps::rest_order`]).
+//!    [`START_ORDER_MOST_LIVE`], fewer in large arenas), else by area (see
+//!    [`CriticalSteps::rest_order`]; the first round of large arenas by start there too:
+//!    [`CriticalSteps::first_round_order`]).
 //! 4. Where that packing is still above the bound, the steps where it is, and
 //!    [`GROW_STEPS`] start steps either side of each, become critical too, and again from 1.
 //!    From [`REPACK_AROUND_FROM`] buffers the later rounds keep the last round's packing
@@ -84,8 +86,20 @@ const GROW_STEPS: usize = 20;
 /// higher. Over more live buffers by start ends higher (`random:200000:7:50000`, about 200
 /// live: 1.0377 against 1.0143; `random:40000:1:10000` 1.0147 against 1.0056); with at
 /// most 16, by size reaches the bound sooner (`model:1000000` 0.48 s against 0.72 s;
-/// `model:1500000:3` at the bound against 1.0468).
+/// `model:1500000:3` at the bound against 1.0468). From [`REPACK_AROUND_FROM`] buffers the first round packs the rest in start order anyway
+/// ([`CriticalSteps::first_round_order`]).
 const START_ORDER_MOST_LIVE: u64 = 128;
+/// [`START_ORDER_MOST_LIVE`] in arenas of [`REPACK_AROUND_FROM`] buffers or more, whose later
+/// rounds pack only the buffers near the critical ones (by start in the first round all the
+/// same: [`CriticalSteps::first_round_order`]). There, from about 126 live per step, the
+/// later rounds by area reach the bound where by start they did not: with the portfolio's
+/// default 1 s, `random:300000:34:120000` from 1.0328 x the bound to at it in 0.31 s,
+/// `random:200000:36:80000` 1.0414 to 0.32-0.46 s, `random:1000000:210:400000` 1.0351 to
+/// 0.90 s, `random:500000:222:200000` 1.0453 to 0.83 s, `random:400000:224:160000` 1.0369 to
+/// 0.52-0.57 s (two runs each); with 117 live (`random:700000:212:300000`) and 116 both
+/// were at the bound. Below [`REPACK_AROUND_FROM`] buffers by area from 113 live was worse
+/// (`random:150000:204:63000`, 120 live: at the bound in 0.21 s against 1.0023 x it).
+const START_ORDER_MOST_LIVE_REPACKED: u64 = 112;
 /// Arenas with at least this many buffers pack only the buffers near the critical buffers
 /// again after the first round (`repack_around`), smaller ones the whole arena. On 1,000,000
 /// random lifetimes over 1.8 million steps (28 live per step) a later round took 20-25 ms
@@ -126,6 +140,8 @@ pub struct CriticalSteps {
     first: Vec<usize>,
     /// The greedy order the buffers that are not critical are packed in.
     rest_order: Order,
+    /// The greedy order of the first round's ([`CriticalSteps::first_round_order`]).
+    first_round_order: Order,
 }
 
 impl CriticalSteps {
@@ -145,12 +161,14 @@ impl CriticalSteps {
             first_steps,
             first,
             rest_order: Self::rest_order(buffers),
+            first_round_order: Self::first_round_order(buffers),
         }
     }
 
     /// The greedy order of the buffers around the critical ones: by size where at most
     /// [`FEW_LIVE`] are live per step on average, as the portfolio's first candidate there;
-    /// by start up to [`START_ORDER_MOST_LIVE`]; else by area. Measured with the portfolio's
+    /// by start up to [`START_ORDER_MOST_LIVE`] ([`START_ORDER_MOST_LIVE_REPACKED`] from
+    /// [`REPACK_AROUND_FROM`] buffers); else by area. Measured with the portfolio's
     /// default 1 s: by size the model-like traces of 1,000,000 buffers reach their bound in
     /// 0.39-0.41 s instead of 0.71-0.77 s (a round is about twice as quick), and
     /// `model:300000:4` in 0.19 s instead of 0.29 s; by size everywhere, random lifetimes
@@ -158,10 +176,39 @@ impl CriticalSteps {
     /// bound, `random:5000:2:2000` 1.0232 against at the bound, `random:40000:1:10000` 1.0147
     /// against 1.0056). See [`START_ORDER_MOST_LIVE`] for by start.
     fn rest_order(buffers: &[Buffer]) -> Order {
+        let most_live = match buffers.len() >= REPACK_AROUND_FROM {
+            true => START_ORDER_MOST_LIVE_REPACKED,
+            false => START_ORDER_MOST_LIVE,
+        };
         match average_live(buffers) {
             live if live <= FEW_LIVE => Order::Size,
-            live if live <= START_ORDER_MOST_LIVE => Order::Start,
+            live if live <= most_live => Order::Start,
             _ => Order::Area,
+        }
+    }
+
+    /// The greedy order the first round packs the buffers that are not critical in: from
+    /// [`REPACK_AROUND_FROM`] buffers, where that round is the only one to pack the whole
+    /// arena (the later ones pack only near the critical buffers: `repack_around`), start
+    /// order where [`Self::rest_order`] is by area, else that order. Start order is the
+    /// kit's O(n log n) sweep, where by area a greedy packing of a random trace is
+    /// superlinear: at 1,000,000 buffers with 168 live per step the first round by area did
+    /// not complete within 1 s. With the portfolio's default 1 s, on generated random traces
+    /// of 200,000-2,000,000 buffers with 144-252 live per step (against by area in every
+    /// round): `random:1000000:55:300000` from 1.0230 x the bound to at it in 0.91 s,
+    /// `random:200000:214:60000` 1.0305 to 0.23 s, `random:350000:215:100000` 1.0261 to
+    /// 0.39 s, `random:250000:218:50000` 1.0131 to 0.22 s, `random:300000:211:80000` 1.0333 to
+    /// 0.32 s, `random:400000:208:150000` 1.0449 to 0.53 s, `random:800000:216:250000` 1.0398
+    /// to 1.0 s; 6 the same (`random:400000:56:100000` 1.0356, where no round fits its
+    /// critical buffers); two of 2,000,000 buffers end at the first candidate or at the
+    /// one-pass packing from run to run, either way. One is worse on some runs:
+    /// `random:200000:7:50000` (201 live) was at the bound in 0.95 s on 2 runs of 7 and
+    /// 1.0377 on the others, and is now 1.0198-1.0377 (the critical-step search alone with
+    /// 1 s: by area throughout at the bound in 0.92 s, this way 1.0198).
+    fn first_round_order(buffers: &[Buffer]) -> Order {
+        match Self::rest_order(buffers) {
+            Order::Area if buffers.len() >= REPACK_AROUND_FROM => Order::Start,
+            order => order,
         }
     }
 
@@ -253,11 +300,20 @@ impl CriticalSteps {
             for &index in &critical {
                 was_critical[index] = true;
             }
+            let order = match round {
+                1 => self.first_round_order,
+                _ => self.rest_order,
+            };
             let repacked = match last.take().filter(|_| buffers.len() >= REPACK_AROUND_FROM) {
-                Some(offsets) => {
-                    self.repack_around(buffers, offsets, &critical, &critical_offsets, &time_is_up)
-                }
-                None => self.pack_around(buffers, &critical, &critical_offsets, &time_is_up),
+                Some(offsets) => self.repack_around(
+                    buffers,
+                    offsets,
+                    &critical,
+                    &critical_offsets,
+                    order,
+                    &time_is_up,
+                ),
+                None => self.pack_around(buffers, &critical, &critical_offsets, order, &time_is_up),
             };
             let Ok(packing) = repacked else {
                 break;
@@ -288,19 +344,20 @@ impl CriticalSteps {
     }
 
     /// A packing of all `buffers` with the `critical` ones held at `searched` (their offsets,
-    /// in the same order) and the others packed greedily around them.
+    /// in the same order) and the others packed greedily around them, in `order`.
     fn pack_around(
         &self,
         buffers: &[Buffer],
         critical: &[usize],
         searched: &[u64],
+        order: Order,
         stop: &dyn Fn() -> bool,
     ) -> Result<Packing, Stopped> {
         let mut held = buffers.to_vec();
         for (&index, &offset) in critical.iter().zip(searched) {
             held[index].fixed_offset = FixedOffset::at(offset);
         }
-        pack_greedy_until(&held, self.rest_order, Fit::Best, stop)
+        pack_greedy_until(&held, order, Fit::Best, stop)
     }
 
     /// [`Self::pack_around`] made from the last round's packing `offsets`, in which every
@@ -317,6 +374,7 @@ impl CriticalSteps {
         mut offsets: Vec<u64>,
         critical: &[usize],
         searched: &[u64],
+        order: Order,
         stop: &dyn Fn() -> bool,
     ) -> Result<Packing, Stopped> {
         let mut is_critical = vec![false; buffers.len()];
@@ -349,7 +407,7 @@ impl CriticalSteps {
                 },
             })
             .collect();
-        let packed = pack_greedy_until(&part, self.rest_order, Fit::Best, stop)?;
+        let packed = pack_greedy_until(&part, order, Fit::Best, stop)?;
         for (&index, &offset) in near.iter().zip(&packed.offsets) {
             offsets[index] = offset;
         }
@@ -551,6 +609,42 @@ mod tests {
         // About 1,000.
         let crowded = random_lifetime_trace_over(20_000, 1, 1000);
         assert_eq!(CriticalSteps::rest_order(&crowded), Order::Area);
+        // Below REPACK_AROUND_FROM buffers the first round packs as the others do.
+        for buffers in [&model_like, &spread, &crowded] {
+            let first = CriticalSteps::first_round_order(buffers);
+            assert_eq!(first, CriticalSteps::rest_order(buffers));
+        }
+    }
+
+    #[test]
+    fn the_first_round_of_a_large_arena_packs_by_start_where_the_others_pack_by_area() {
+        // 200,000 buffers, about 168 live per step: the later rounds by area, the first (a
+        // packing of the whole arena) by start.
+        let crowded = random_lifetime_trace_over(REPACK_AROUND_FROM, 214, 60_000);
+        assert_eq!(CriticalSteps::rest_order(&crowded), Order::Area);
+        assert_eq!(CriticalSteps::first_round_order(&crowded), Order::Start);
+        // About 126 live: by start in a smaller arena, by area (after a first round by start)
+        // in a large one.
+        let smaller = random_lifetime_trace_over(20_000, 1, 8_000);
+        assert_eq!(CriticalSteps::rest_order(&smaller), Order::Start);
+        let larger = random_lifetime_trace_over(REPACK_AROUND_FROM, 1, 80_000);
+        assert_eq!(CriticalSteps::rest_order(&larger), Order::Area);
+        assert_eq!(CriticalSteps::first_round_order(&larger), Order::Start);
+        // Where the rest goes by start or by size anyway, the first round does too.
+        let spread = random_lifetime_trace_over(REPACK_AROUND_FROM, 1, REPACK_AROUND_FROM as u32);
+        assert_eq!(CriticalSteps::first_round_order(&spread), Order::Start);
+        let model_like = memplan_planner_kit::testing::model_like_trace(REPACK_AROUND_FROM, 1);
+        assert_eq!(CriticalSteps::first_round_order(&model_like), Order::Size);
+        // And it reaches the bound through the repacking rounds.
+        let bound = arena_lower_bound(&crowded);
+        let steps = CriticalSteps::new(&crowded, bound);
+        let context = HostContext::detached();
+        let critical = steps
+            .pack(&crowded, in_seconds(60), &context, None)
+            .expect("a round completes");
+        assert!(critical.rounds > 1, "one round: nothing was repacked");
+        assert_eq!(critical.packing.height, bound);
+        assert_valid_packing(&crowded, &critical.packing);
     }
 
     #[test]
@@ -598,7 +692,7 @@ mod tests {
         let never = || false;
         let first = pack_greedy(&chosen, Order::Size, Fit::Best).offsets;
         let before = steps
-            .pack_around(&buffers, critical, &first, &never)
+            .pack_around(&buffers, critical, &first, steps.rest_order, &never)
             .unwrap();
         assert_valid_packing(&buffers, &before);
         // The critical buffers elsewhere: those of the other order that moved.
@@ -611,7 +705,14 @@ mod tests {
             .collect();
         assert!(!moved.is_empty());
         let after = steps
-            .repack_around(&buffers, before.offsets.clone(), critical, &second, &never)
+            .repack_around(
+                &buffers,
+                before.offsets.clone(),
+                critical,
+                &second,
+                steps.rest_order,
+                &never,
+            )
             .unwrap();
         assert_valid_packing(&buffers, &after);
         for (&index, &offset) in critical.iter().zip(&second) {
@@ -644,7 +745,14 @@ mod tests {
         let mut offsets = before.offsets.clone();
         offsets[fixed] = before.height;
         let after = steps
-            .repack_around(&with_fixed, offsets, critical, &second, &never)
+            .repack_around(
+                &with_fixed,
+                offsets,
+                critical,
+                &second,
+                steps.rest_order,
+                &never,
+            )
             .unwrap();
         assert_valid_packing(&with_fixed, &after);
         assert_eq!(after.offsets[fixed], before.height);
