@@ -549,6 +549,19 @@ mod tests {
         Instant::now() + Duration::from_secs(seconds)
     }
 
+    /// The critical-step search of `buffers` alone at their bound, with `seconds`, checked
+    /// to be at the bound with a valid packing.
+    fn packed_at_the_bound(buffers: &[Buffer], seconds: u64) -> CriticalPacking {
+        let bound = arena_lower_bound(buffers);
+        let context = HostContext::detached();
+        let critical = CriticalSteps::new(buffers, bound)
+            .pack(buffers, in_seconds(seconds), &context, None)
+            .expect("a round completes");
+        assert_eq!(critical.packing.height, bound);
+        assert_valid_packing(buffers, &critical.packing);
+        critical
+    }
+
     #[test]
     fn start_steps_give_live_bytes_buffers_and_steps_above_a_height() {
         // Start steps 0, 2, 5; the last buffer ends between two of them.
@@ -636,15 +649,8 @@ mod tests {
         let model_like = memplan_planner_kit::testing::model_like_trace(REPACK_AROUND_FROM, 1);
         assert_eq!(CriticalSteps::first_round_order(&model_like), Order::Size);
         // And it reaches the bound through the repacking rounds.
-        let bound = arena_lower_bound(&crowded);
-        let steps = CriticalSteps::new(&crowded, bound);
-        let context = HostContext::detached();
-        let critical = steps
-            .pack(&crowded, in_seconds(60), &context, None)
-            .expect("a round completes");
+        let critical = packed_at_the_bound(&crowded, 60);
         assert!(critical.rounds > 1, "one round: nothing was repacked");
-        assert_eq!(critical.packing.height, bound);
-        assert_valid_packing(&crowded, &critical.packing);
     }
 
     #[test]
@@ -656,12 +662,7 @@ mod tests {
         assert!(greedy.height > bound, "greedy alone reaches the bound");
         let steps = CriticalSteps::new(&buffers, bound);
         assert!(steps.first_critical() * 20 < buffers.len());
-        let context = HostContext::detached();
-        let critical = steps
-            .pack(&buffers, in_seconds(20), &context, None)
-            .expect("a round completes");
-        assert_eq!(critical.packing.height, bound);
-        assert_valid_packing(&buffers, &critical.packing);
+        let critical = packed_at_the_bound(&buffers, 20);
         assert!(critical.critical < buffers.len() / 2);
     }
 
@@ -671,15 +672,8 @@ mod tests {
         // critical buffers (`REPACK_AROUND_FROM`).
         let buffers = random_lifetime_trace_over(300_000, 61, 300_000);
         assert!(buffers.len() >= REPACK_AROUND_FROM);
-        let bound = arena_lower_bound(&buffers);
-        let steps = CriticalSteps::new(&buffers, bound);
-        let context = HostContext::detached();
-        let critical = steps
-            .pack(&buffers, in_seconds(60), &context, None)
-            .expect("a round completes");
+        let critical = packed_at_the_bound(&buffers, 60);
         assert!(critical.rounds > 1, "one round: nothing was repacked");
-        assert_eq!(critical.packing.height, bound);
-        assert_valid_packing(&buffers, &critical.packing);
     }
 
     #[test]
