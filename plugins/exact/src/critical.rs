@@ -86,7 +86,8 @@ const GROW_STEPS: usize = 20;
 /// higher. Over more live buffers by start ends higher (`random:200000:7:50000`, about 200
 /// live: 1.0377 against 1.0143; `random:40000:1:10000` 1.0147 against 1.0056); with at
 /// most 16, by size reaches the bound sooner (`model:1000000` 0.48 s against 0.72 s;
-/// `model:1500000:3` at the bound against 1.0468). From [`REPACK_AROUND_FROM`] buffers the first round packs the rest in start order anyway
+/// `model:1500000:3` at the bound against 1.0468). From [`REPACK_AROUND_FROM`] buffers by
+/// start only up to [`START_ORDER_MOST_LIVE_REPACKED`], but the first round by start anyway
 /// ([`CriticalSteps::first_round_order`]).
 const START_ORDER_MOST_LIVE: u64 = 128;
 /// [`START_ORDER_MOST_LIVE`] in arenas of [`REPACK_AROUND_FROM`] buffers or more, whose later
@@ -195,14 +196,14 @@ impl CriticalSteps {
     /// superlinear: at 1,000,000 buffers with 168 live per step the first round by area did
     /// not complete within 1 s. With the portfolio's default 1 s, on generated random traces
     /// of 200,000-2,000,000 buffers with 144-252 live per step (against by area in every
-    /// round): `random:1000000:55:300000` from 1.0230 x the bound to at it in 0.91 s,
+    /// round): `random:1000000:55:300000` from 1.0218-1.0230 x the bound to at it in 0.73-0.91 s,
     /// `random:200000:214:60000` 1.0305 to 0.23 s, `random:350000:215:100000` 1.0261 to
     /// 0.39 s, `random:250000:218:50000` 1.0131 to 0.22 s, `random:300000:211:80000` 1.0333 to
     /// 0.32 s, `random:400000:208:150000` 1.0449 to 0.53 s, `random:800000:216:250000` 1.0398
     /// to 1.0 s; 6 the same (`random:400000:56:100000` 1.0356, where no round fits its
     /// critical buffers); two of 2,000,000 buffers end at the first candidate or at the
     /// one-pass packing from run to run, either way. One is worse on some runs:
-    /// `random:200000:7:50000` (201 live) was at the bound in 0.95 s on 2 runs of 7 and
+    /// `random:200000:7:50000` (201 live) was at the bound in 0.95 s on 2 runs of 6 and
     /// 1.0377 on the others, and is now 1.0198-1.0377 (the critical-step search alone with
     /// 1 s: by area throughout at the bound in 0.92 s, this way 1.0198).
     fn first_round_order(buffers: &[Buffer]) -> Order {
