@@ -139,10 +139,9 @@ pub struct CriticalSteps {
     first_steps: Vec<bool>,
     /// The buffers live at those steps.
     first: Vec<usize>,
-    /// The greedy order the buffers that are not critical are packed in.
+    /// The greedy order the buffers that are not critical are packed in (the first round's
+    /// follows from it: [`CriticalSteps::first_round_order`]).
     rest_order: Order,
-    /// The greedy order of the first round's ([`CriticalSteps::first_round_order`]).
-    first_round_order: Order,
 }
 
 impl CriticalSteps {
@@ -162,7 +161,6 @@ impl CriticalSteps {
             first_steps,
             first,
             rest_order: Self::rest_order(buffers),
-            first_round_order: Self::first_round_order(buffers),
         }
     }
 
@@ -188,15 +186,16 @@ impl CriticalSteps {
         }
     }
 
-    /// The greedy order the first round packs the buffers that are not critical in: from
+    /// The greedy order the first round packs the buffers that are not critical in, of an
+    /// arena of `count` buffers whose [`Self::rest_order`] is `rest_order`: from
     /// [`REPACK_AROUND_FROM`] buffers, where that round is the only one to pack the whole
     /// arena (the later ones pack only near the critical buffers: `repack_around`), start
-    /// order where [`Self::rest_order`] is by area, else that order. Start order is the
-    /// kit's O(n log n) sweep, where by area a greedy packing of a random trace is
-    /// superlinear: at 1,000,000 buffers with 168 live per step the first round by area did
-    /// not complete within 1 s. With the portfolio's default 1 s, on generated random traces
-    /// of 200,000-2,000,000 buffers with 144-252 live per step (against by area in every
-    /// round): `random:1000000:55:300000` from 1.0218-1.0230 x the bound to at it in 0.73-0.91 s,
+    /// order where `rest_order` is by area, else that order. Start order is the kit's
+    /// O(n log n) sweep, where by area a greedy packing of a random trace is superlinear: at
+    /// 1,000,000 buffers with 168 live per step the first round by area did not complete
+    /// within 1 s. With the portfolio's default 1 s, on generated random traces of
+    /// 200,000-2,000,000 buffers with 144-252 live per step (against by area in every round):
+    /// `random:1000000:55:300000` from 1.0218-1.0230 x the bound to at it in 0.73-0.91 s,
     /// `random:200000:214:60000` 1.0305 to 0.23 s, `random:350000:215:100000` 1.0261 to
     /// 0.39 s, `random:250000:218:50000` 1.0131 to 0.22 s, `random:300000:211:80000` 1.0333 to
     /// 0.32 s, `random:400000:208:150000` 1.0449 to 0.53 s, `random:800000:216:250000` 1.0398
@@ -206,9 +205,9 @@ impl CriticalSteps {
     /// `random:200000:7:50000` (201 live) was at the bound in 0.95 s on 2 runs of 6 and
     /// 1.0377 on the others, and is now 1.0198-1.0377 (the critical-step search alone with
     /// 1 s: by area throughout at the bound in 0.92 s, this way 1.0198).
-    fn first_round_order(buffers: &[Buffer]) -> Order {
-        match Self::rest_order(buffers) {
-            Order::Area if buffers.len() >= REPACK_AROUND_FROM => Order::Start,
+    fn first_round_order(rest_order: Order, count: usize) -> Order {
+        match rest_order {
+            Order::Area if count >= REPACK_AROUND_FROM => Order::Start,
             order => order,
         }
     }
@@ -302,7 +301,7 @@ impl CriticalSteps {
                 was_critical[index] = true;
             }
             let order = match round {
-                1 => self.first_round_order,
+                1 => Self::first_round_order(self.rest_order, buffers.len()),
                 _ => self.rest_order,
             };
             let repacked = match last.take().filter(|_| buffers.len() >= REPACK_AROUND_FROM) {
@@ -550,6 +549,11 @@ mod tests {
         Instant::now() + Duration::from_secs(seconds)
     }
 
+    /// The first round's greedy order for `buffers`.
+    fn first_round_order_of(buffers: &[Buffer]) -> Order {
+        CriticalSteps::first_round_order(CriticalSteps::rest_order(buffers), buffers.len())
+    }
+
     /// The critical-step search of `buffers` alone at their bound, with `seconds`, checked
     /// to be at the bound with a valid packing.
     fn packed_at_the_bound(buffers: &[Buffer], seconds: u64) -> CriticalPacking {
@@ -625,7 +629,7 @@ mod tests {
         assert_eq!(CriticalSteps::rest_order(&crowded), Order::Area);
         // Below REPACK_AROUND_FROM buffers the first round packs as the others do.
         for buffers in [&model_like, &spread, &crowded] {
-            let first = CriticalSteps::first_round_order(buffers);
+            let first = first_round_order_of(buffers);
             assert_eq!(first, CriticalSteps::rest_order(buffers));
         }
     }
@@ -636,19 +640,19 @@ mod tests {
         // packing of the whole arena) by start.
         let crowded = random_lifetime_trace_over(REPACK_AROUND_FROM, 214, 60_000);
         assert_eq!(CriticalSteps::rest_order(&crowded), Order::Area);
-        assert_eq!(CriticalSteps::first_round_order(&crowded), Order::Start);
+        assert_eq!(first_round_order_of(&crowded), Order::Start);
         // About 126 live: by start in a smaller arena, by area (after a first round by start)
         // in a large one.
         let smaller = random_lifetime_trace_over(20_000, 1, 8_000);
         assert_eq!(CriticalSteps::rest_order(&smaller), Order::Start);
         let larger = random_lifetime_trace_over(REPACK_AROUND_FROM, 1, 80_000);
         assert_eq!(CriticalSteps::rest_order(&larger), Order::Area);
-        assert_eq!(CriticalSteps::first_round_order(&larger), Order::Start);
+        assert_eq!(first_round_order_of(&larger), Order::Start);
         // Where the rest goes by start or by size anyway, the first round does too.
         let spread = random_lifetime_trace_over(REPACK_AROUND_FROM, 1, REPACK_AROUND_FROM as u32);
-        assert_eq!(CriticalSteps::first_round_order(&spread), Order::Start);
+        assert_eq!(first_round_order_of(&spread), Order::Start);
         let model_like = memplan_planner_kit::testing::model_like_trace(REPACK_AROUND_FROM, 1);
-        assert_eq!(CriticalSteps::first_round_order(&model_like), Order::Size);
+        assert_eq!(first_round_order_of(&model_like), Order::Size);
         // And it reaches the bound through the repacking rounds.
         let critical = packed_at_the_bound(&crowded, 60);
         assert!(critical.rounds > 1, "one round: nothing was repacked");
