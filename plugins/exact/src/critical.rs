@@ -62,6 +62,7 @@ use memplan_plugin_api::HostContext;
 
 use crate::options::Goal;
 use crate::packer::ExactPacker;
+use crate::problem::overlap_runs;
 use crate::search::Deadline;
 
 /// Steps whose live bytes are at least the bound less this share of it (1/10: 10 %) are
@@ -473,24 +474,15 @@ impl StartSteps {
     fn components_with_new(&self, members: &[usize], before: &[bool]) -> Vec<bool> {
         let mut by_first: Vec<usize> = (0..members.len()).collect();
         by_first.sort_unstable_by_key(|&at| self.spans[members[at]].0);
-        let mut component = vec![0usize; members.len()];
-        let mut has_new: Vec<bool> = Vec::new();
-        let mut reach: Option<usize> = None;
-        for at in by_first {
-            let (first, last) = self.spans[members[at]];
-            if reach.is_none_or(|reach| first > reach) {
-                has_new.push(false);
-                reach = Some(last);
-            } else {
-                reach = reach.max(Some(last));
-            }
-            let current = has_new.len() - 1;
-            component[at] = current;
-            if !before[members[at]] {
-                has_new[current] = true;
+        let mut has_new = vec![false; members.len()];
+        for run in overlap_runs(&by_first, |&at| self.spans[members[at]]) {
+            let component = &by_first[run];
+            let new = component.iter().any(|&at| !before[members[at]]);
+            for &at in component {
+                has_new[at] = new;
             }
         }
-        component.into_iter().map(|c| has_new[c]).collect()
+        has_new
     }
 
     /// The buffers live at any start step marked in `marked`, ascending.

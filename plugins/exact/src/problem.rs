@@ -9,6 +9,8 @@
 //!   Components never constrain each other, so each is searched on its own and the arena
 //!   height is the highest component height.
 
+use std::ops::Range;
+
 use memplan_planner_kit::Buffer;
 use memplan_plugin_api::bounds::lower_bound;
 use memplan_plugin_api::Lifetime;
@@ -85,6 +87,30 @@ pub struct Problem {
     pub empty: Vec<usize>,
 }
 
+/// The runs of `sorted` (in order of first step; `first_last` gives an item's first and
+/// last step, inclusive) chained by lifetimes that overlap: a run ends where the next item
+/// starts after every item of the run has ended. Each run is a component of the items.
+pub(crate) fn overlap_runs<T>(
+    sorted: &[T],
+    first_last: impl Fn(&T) -> (usize, usize),
+) -> Vec<Range<usize>> {
+    let mut runs = Vec::new();
+    let mut start = 0;
+    let mut reach = 0;
+    for (at, item) in sorted.iter().enumerate() {
+        let (first, last) = first_last(item);
+        if at > start && first > reach {
+            runs.push(start..at);
+            start = at;
+        }
+        reach = if at == start { last } else { reach.max(last) };
+    }
+    if start < sorted.len() {
+        runs.push(start..sorted.len());
+    }
+    runs
+}
+
 impl Problem {
     pub fn new(buffers: &[Buffer]) -> Problem {
         let unit = buffers
@@ -103,25 +129,13 @@ impl Problem {
             }
         }
         order.sort_by_key(|&index| (buffers[index].lifetime.first, index));
-
-        let mut components = Vec::new();
-        let mut group: Vec<usize> = Vec::new();
-        let mut group_last = 0u32;
-        for index in order {
+        let components = overlap_runs(&order, |&index| {
             let lifetime = buffers[index].lifetime;
-            if !group.is_empty() && lifetime.first > group_last {
-                components.push(Self::component(buffers, &group, unit));
-                group.clear();
-            }
-            if group.is_empty() {
-                group_last = lifetime.last;
-            }
-            group_last = group_last.max(lifetime.last);
-            group.push(index);
-        }
-        if !group.is_empty() {
-            components.push(Self::component(buffers, &group, unit));
-        }
+            (lifetime.first as usize, lifetime.last as usize)
+        })
+        .into_iter()
+        .map(|run| Self::component(buffers, &order[run], unit))
+        .collect();
         Problem {
             unit,
             components,
@@ -202,6 +216,15 @@ mod tests {
         assert_eq!(groups, vec![vec![0, 2], vec![1], vec![3]]);
         assert_eq!(problem.components[0].columns, 3);
         assert_eq!(problem.components[0].lower_bound, 6);
+    }
+
+    #[test]
+    fn runs_chain_through_overlapping_lifetimes() {
+        // [0, 2] and [4, 6] meet only through [1, 5]; [2, 2] touches the first's last step.
+        let spans = [(0, 2), (1, 5), (2, 2), (4, 6), (7, 8), (9, 9)];
+        assert_eq!(overlap_runs(&spans, |&span| span), vec![0..4, 4..5, 5..6]);
+        assert_eq!(overlap_runs(&[(3, 3)], |&span| span), vec![0..1]);
+        assert!(overlap_runs(&[] as &[(usize, usize)], |&span| span).is_empty());
     }
 
     #[test]
