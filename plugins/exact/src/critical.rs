@@ -14,8 +14,9 @@
 //! 1. The *critical* steps: those whose live bytes are within [`FIRST_MARGIN`] of the bound.
 //!    The critical buffers are the ones live at any critical step.
 //! 2. The exact search ([`ExactPacker`], goal "fit") packs the critical buffers within the
-//!    bound. If it cannot (before the deadline), this stops. In later rounds it packs only
-//!    the *components* (critical buffers linked through lifetimes that overlap) that hold a
+//!    bound, from each component of them swept on its own ([`swept_by_component`]). If it
+//!    cannot (before the deadline), this stops. In later rounds it packs only the
+//!    *components* (critical buffers linked through lifetimes that overlap) that hold a
 //!    buffer new to the critical ones: any other component is one of the last round's,
 //!    whose offsets it keeps (nothing searched now lives beside it). On three generated
 //!    random traces the later rounds searched 28-87 % of the critical buffers, and with the
@@ -276,15 +277,14 @@ impl CriticalSteps {
                 .collect();
             let search = ExactPacker::new(deadline.saturating_duration_since(Instant::now()))
                 .with_goal(Goal::Fit);
-            // The search aims at the bound, and a round ends where it does not get there: a
-            // start's height does not matter, only that the search gets one quickly. Given
+            // The search aims at the bound and leaves alone every component its start packs
+            // within it, so the start is made per component (`swept_by_component`). Given
             // none, the packer makes the best of eight greedy packings, superlinear on
             // fragmented traces (0.1 s of a 0.7 s round on 7,376 critical buffers of
-            // random:100000:1:20000); the kit's first sweep variant is O(n log n).
-            let start = match pack_sweep_variant(&chosen, SweepVariant::ALL[0], &time_is_up) {
-                Ok(Some(packing)) => vec![packing.offsets],
-                _ => Vec::new(),
-            };
+            // random:100000:1:20000); the kit's sweeps are O(n log n).
+            let start: Vec<Vec<u64>> = swept_by_component(&chosen, bound, &time_is_up)
+                .into_iter()
+                .collect();
             let Ok(searched) = search.pack_from(&chosen, Some(bound), &start, context) else {
                 break;
             };
@@ -416,6 +416,60 @@ impl CriticalSteps {
     }
 }
 
+/// A start for the search of the critical buffers `chosen`: each component (buffers chained
+/// by lifetimes that overlap, which share no step with any other) packed on its own by the
+/// kit's sweep variants in turn ([`SweepVariant::ALL`]), the first within `bound` kept, else
+/// the lowest. `None` where no variant applies to a component (buffers at fixed offsets:
+/// [`pack_sweep_variant`]) or `stop` says so.
+///
+/// A round's critical buffers lie around several steps where the live bytes come near the
+/// bound, far apart in time. A sweep of all of them at once is anchored at most at one of
+/// those (the busiest): the others it meets in passing, with whatever gaps it left there,
+/// and the search then has to repack their components, which took it 1-3.5 s for a few
+/// thousand buffers (`random:100000:4:20000`, `random:150000:7:50000`). Each component
+/// swept on its own is anchored at its own busiest step and mostly fits. With the
+/// portfolio's default 1 s, on 66 generated random traces (1,500-2,000,000 buffers, 10-1,000
+/// live per step; 18 of them on seeds not measured before), 4 came to the bound from
+/// 1.02-1.06 x it (`random:200000:7:50000` 1.0198, `random:600000:209:200000` 1.0331,
+/// `random:300000:407:150000` 1.0615, `random:500000:410:200000` 1.0353: at the bound in
+/// 0.27, 0.60, 0.30 and 0.47 s, medians of 3 runs), one came lower (`random:5000:302:3000`
+/// 1.0203 to 1.0191), 17 reached the bound sooner (`random:200000:51:100000` in 0.21 s
+/// instead of 0.46 s, `random:400000:224:160000` 0.34 s instead of 0.56 s), the others took
+/// as long within 0.05 s, and none ended higher.
+fn swept_by_component(chosen: &[Buffer], bound: u64, stop: &dyn Fn() -> bool) -> Option<Vec<u64>> {
+    let mut by_first: Vec<usize> = (0..chosen.len()).collect();
+    by_first.sort_unstable_by_key(|&at| chosen[at].lifetime.first);
+    let mut offsets = vec![0; chosen.len()];
+    for run in overlap_runs(&by_first, |&at| {
+        let lifetime = chosen[at].lifetime;
+        (lifetime.first as usize, lifetime.last as usize)
+    }) {
+        // In the caller's order, which the sweeps' ties follow.
+        let mut members = by_first[run].to_vec();
+        members.sort_unstable();
+        let component: Vec<Buffer> = members.iter().map(|&at| chosen[at]).collect();
+        let mut lowest: Option<Packing> = None;
+        for variant in SweepVariant::ALL {
+            let Some(packing) = pack_sweep_variant(&component, variant, stop).ok()? else {
+                continue;
+            };
+            if lowest
+                .as_ref()
+                .is_none_or(|lowest| packing.height < lowest.height)
+            {
+                lowest = Some(packing);
+            }
+            if lowest.as_ref().is_some_and(|lowest| lowest.height <= bound) {
+                break;
+            }
+        }
+        for (&at, &offset) in members.iter().zip(&lowest?.offsets) {
+            offsets[at] = offset;
+        }
+    }
+    Some(offsets)
+}
+
 /// The distinct start steps, ascending, and each buffer's span over them: the live bytes
 /// change only at a start step (rising) or after a buffer's last step (falling, and then
 /// rising again only at the next start), so the live bytes at start steps are all there is
@@ -534,7 +588,7 @@ mod tests {
         assert_valid_packing, buffer, random_lifetime_trace, random_lifetime_trace_over,
     };
     use memplan_planner_kit::{arena_lower_bound, pack_greedy};
-    use memplan_plugin_api::HostContext;
+    use memplan_plugin_api::{HostContext, Lifetime};
     use std::time::Duration;
 
     fn in_seconds(seconds: u64) -> Instant {
@@ -648,6 +702,38 @@ mod tests {
         // And it reaches the bound through the repacking rounds.
         let critical = packed_at_the_bound(&crowded, 60);
         assert!(critical.rounds > 1, "one round: nothing was repacked");
+    }
+
+    #[test]
+    fn each_component_of_the_search_start_is_swept_on_its_own() {
+        // Two copies of one trace (150 live per step), the second 2,000 steps after the
+        // first: two components, which must come out alike.
+        let copy = random_lifetime_trace_over(3000, 7, 1000);
+        let later = copy.iter().map(|buffer| Buffer {
+            lifetime: Lifetime::new(buffer.lifetime.first + 2000, buffer.lifetime.last + 2000),
+            ..*buffer
+        });
+        let both: Vec<Buffer> = copy.iter().copied().chain(later).collect();
+        let never = || false;
+        let swept = |variant| pack_sweep_variant(&copy, variant, &never).unwrap().unwrap();
+        // Any height will do: the first variant, in each component.
+        let roomy = swept_by_component(&both, u64::MAX, &never).unwrap();
+        let first = swept(SweepVariant::ALL[0]).offsets;
+        assert_eq!((&roomy[..3000], &roomy[3000..]), (&first[..], &first[..]));
+        // At the bound: the first variant within it, else the lowest of them.
+        let bound = arena_lower_bound(&copy);
+        let tight = swept_by_component(&both, bound, &never).unwrap();
+        assert_eq!(tight[..3000], tight[3000..]);
+        let packing = Packing::at(&both, tight);
+        assert_valid_packing(&both, &packing);
+        let heights: Vec<u64> = SweepVariant::ALL
+            .map(|variant| swept(variant).height)
+            .into();
+        let kept = match heights.iter().position(|&height| height <= bound) {
+            Some(at) => heights[at],
+            None => *heights.iter().min().unwrap(),
+        };
+        assert_eq!(packing.height, kept);
     }
 
     #[test]
