@@ -438,26 +438,26 @@ impl CriticalSteps {
 /// the lowest. `None` where no variant applies to a component (buffers at fixed offsets:
 /// [`pack_sweep_variant`]) or `stop` says so.
 ///
-/// A round's critical buffers lie around several steps where the live bytes come near the
-/// bound, far apart in time. A sweep of all of them at once is anchored at most at one of
-/// those (the busiest): the others it meets in passing, with whatever gaps it left there,
-/// and the search then has to repack their components, which took it 1-3.5 s for a few
-/// thousand buffers (`random:100000:4:20000`, `random:150000:7:50000`). Each component
-/// swept on its own is anchored at its own busiest step and mostly fits. With the
-/// portfolio's default 1 s, on 66 generated random traces (1,500-2,000,000 buffers, 10-1,000
-/// live per step; 18 of them on seeds not measured before), 4 came to the bound from
-/// 1.02-1.06 x it (`random:200000:7:50000` 1.0198, `random:600000:209:200000` 1.0331,
-/// `random:300000:407:150000` 1.0615, `random:500000:410:200000` 1.0353: at the bound in
-/// 0.27, 0.60, 0.30 and 0.47 s, medians of 3 runs), one came lower (`random:5000:302:3000`
-/// 1.0203 to 1.0191), 17 reached the bound sooner (`random:200000:51:100000` in 0.21 s
-/// instead of 0.46 s, `random:400000:224:160000` 0.34 s instead of 0.56 s), the others took
-/// as long within 0.05 s, and none ended higher. On 60 more (model-like, training, random
-/// over up to 5 million steps) one came to the bound (`random:1000000:70:3300000`, 1.0368
-/// before, at it in 1.01 s) and one ended higher: `random:10000:4:5000`, at the bound in 0.52 s before,
-/// now 1.0152 x it. There the rounds stop where the critical buffers would be more than half
-/// of all, where before the seventh came to the bound with 4,959 of 10,000. Letting them
-/// take up to three quarters brought it back, but `random:150000:7:50000` and
-/// `random:30000:411:15000` ended higher (1.0188 to 1.0422, and from the bound to 1.0187).
+/// A round's critical buffers lie around several steps where the live bytes come near the bound,
+/// far apart in time. A sweep of all of them at once is anchored at most at one of those (the
+/// busiest): the others it meets in passing, with whatever gaps it left there, and the search then
+/// has to repack their components: 1.7 and 3.4 s for the first rounds of `random:150000:7:50000`
+/// and `random:100000:4:20000` (6,470 and 21,127 critical buffers). Each component swept on its own
+/// is anchored at its own busiest step and mostly fits. With the portfolio's default 1 s, on 66
+/// generated random traces (1,500-2,000,000 buffers, 10-1,000 live per step; 18 of them on seeds
+/// not measured before), 4 came to the bound from 1.02-1.06 x it (`random:200000:7:50000` 1.0198,
+/// `random:600000:209:200000` 1.0331, `random:300000:407:150000` 1.0615, `random:500000:410:200000`
+/// 1.0353: at the bound in 0.27, 0.60, 0.30 and 0.47 s, medians of 3 runs), one came lower
+/// (`random:5000:302:3000` 1.0203 to 1.0191), 17 reached the bound sooner
+/// (`random:200000:51:100000` in 0.21 s instead of 0.46 s, `random:400000:224:160000` 0.34 s
+/// instead of 0.56 s), the others took as long within 0.05 s, and none ended higher. On 60 more
+/// (model-like, training, random over up to 5 million steps) one came to the bound
+/// (`random:1000000:70:3300000`, 1.0368 before, at it in 1.01 s) and one ended higher:
+/// `random:10000:4:5000`, at the bound in 0.52 s before, now 1.0152 x it. There the rounds stop
+/// where the critical buffers would be more than half of all, where before the seventh came to the
+/// bound with 4,959 of 10,000. Letting them take up to three quarters brought it back, but
+/// `random:150000:7:50000` and `random:30000:411:15000` ended higher (1.0188 to 1.0422, and from
+/// the bound to 1.0187).
 fn swept_by_component(chosen: &[Buffer], bound: u64, stop: &dyn Fn() -> bool) -> Option<Vec<u64>> {
     let mut by_first: Vec<usize> = (0..chosen.len()).collect();
     by_first.sort_unstable_by_key(|&at| chosen[at].lifetime.first);
