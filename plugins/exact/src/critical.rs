@@ -447,11 +447,11 @@ impl CriticalSteps {
 /// generated random traces (1,500-2,000,000 buffers, 10-1,000 live per step; 18 of them on seeds
 /// not measured before), 4 came to the bound from 1.02-1.06 x it (`random:200000:7:50000` 1.0198,
 /// `random:600000:209:200000` 1.0331, `random:300000:407:150000` 1.0615, `random:500000:410:200000`
-/// 1.0353: at the bound in 0.27, 0.60, 0.30 and 0.47 s, medians of 3 runs), one came lower
-/// (`random:5000:302:3000` 1.0203 to 1.0191), 17 reached the bound sooner
-/// (`random:200000:51:100000` in 0.21 s instead of 0.46 s, `random:400000:224:160000` 0.34 s
-/// instead of 0.56 s), the others took as long within 0.05 s, and none ended higher. On 60 more
-/// (model-like, training, random over up to 5 million steps) one came to the bound
+/// 1.0353: at the bound in 0.25-0.31, 0.60-0.80, 0.30-0.34 and 0.47-0.54 s, medians of 3 runs in
+/// each of 3-4 sets), one came lower (`random:5000:302:3000` 1.0203 to 1.0191), 17 reached the
+/// bound sooner (`random:200000:51:100000` in 0.21 s instead of 0.46 s, `random:400000:224:160000`
+/// 0.34 s instead of 0.56 s), the others took as long within 0.05 s, and none ended higher. On 60
+/// more (model-like, training, random over up to 5 million steps) one came to the bound
 /// (`random:1000000:70:3300000`, 1.0368 before, at it in 1.01 s) and one ended higher:
 /// `random:10000:4:5000`, at the bound in 0.52 s before, now 1.0152 x it. There the rounds stop
 /// where the critical buffers would be more than half of all, where before the seventh came to the
