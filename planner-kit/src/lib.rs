@@ -45,7 +45,8 @@ pub use options::PlannerOptions;
 pub use plan::plan_with_packer;
 pub use random::XorShift64Star;
 pub use sweep_variants::{
-    busy_steps, pack_sweep_variant, PeakStacking, SweepVariant, ANCHOR_SPACING,
+    busy_steps, pack_sweep_variant, pack_sweep_variant_on_two_threads, PeakStacking, SweepVariant,
+    ANCHOR_SPACING,
 };
 
 use memplan_plugin_api::{bounds, HostContext, Lifetime, PlanError};
