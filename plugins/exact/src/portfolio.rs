@@ -95,9 +95,9 @@ use std::sync::Mutex;
 
 use memplan_planner_kit::{
     arena_lower_bound, average_live, greedy_ranks, pack_greedy_ranked, pack_greedy_until,
-    pack_one_pass, pack_one_pass_until, pack_sweep_variant, plan_with_packer, Buffer, Fit,
-    GapChoice, Order, Packer, Packing, PeakStacking, PlannerOptions, Stopped, SweepVariant,
-    XorShift64Star, FEW_LIVE,
+    pack_one_pass, pack_one_pass_until, pack_sweep_variant, pack_sweep_variant_on_two_threads,
+    plan_with_packer, Buffer, Fit, GapChoice, Order, Packer, Packing, PeakStacking, PlannerOptions,
+    Stopped, SweepVariant, XorShift64Star, FEW_LIVE,
 };
 use memplan_plugin_api::abi_stable::std_types::RStr;
 use memplan_plugin_api::{
@@ -640,7 +640,9 @@ impl PortfolioPacker {
     /// and once that packing is made and `insurance.until` has come the first candidate
     /// stops. Where `insurance.from` has come before the call, the other
     /// thread stays idle (see `short`). The one-pass packing comes back only where the first
-    /// candidate did not complete.
+    /// candidate did not complete. Where the first is a sweep the time left does not allow on
+    /// one core ([`first_sweep_needs_both_cores`]), it packs on both, and the other thread
+    /// begins once it is done.
     #[allow(clippy::too_many_arguments)]
     fn run_candidates(
         &self,
@@ -664,6 +666,16 @@ impl PortfolioPacker {
         let done: Mutex<Vec<(usize, Packing)>> = Mutex::new(Vec::new());
         // Set once the first candidate has completed, which calls the insurance off.
         let first_completed = AtomicBool::new(false);
+        // Where the insurance starts at once (`short`), the time is too short for anything
+        // but the first candidate and the one-pass packing: the other thread runs neither
+        // `beside` nor candidates, which would only slow the two (the one-pass packing of
+        // `random:1000000:2:1000000` took 0.26 s beside both instead of 0.1 s alone, and came
+        // after the limit's allowance).
+        let short = insurance.is_some_and(|insurance| insurance.from <= Instant::now());
+        let first_on_both_cores = !short
+            && insurance.is_some_and(|insurance| {
+                first_sweep_needs_both_cores(&candidates[0], buffers.len(), insurance.until)
+            });
         let work = |mut index: usize, host_stop: &dyn Fn() -> bool| {
             while index < candidates.len() && index <= last_needed.load(Ordering::Relaxed) {
                 // The first candidate is never skipped: a stop request cuts it short only
@@ -674,7 +686,13 @@ impl PortfolioPacker {
                     break;
                 }
                 let stop = || index > last_needed.load(Ordering::Relaxed) || late() || host_stop();
-                if let Ok(Some(packing)) = candidates[index].pack(buffers, &stop) {
+                let packed = match candidates[index] {
+                    Candidate::Sweep(variant) if index == 0 && first_on_both_cores => {
+                        pack_sweep_variant_on_two_threads(buffers, variant, &stop)
+                    }
+                    candidate => candidate.pack(buffers, &stop),
+                };
+                if let Ok(Some(packing)) = packed {
                     if index == 0 {
                         first_completed.store(true, Ordering::Release);
                     }
@@ -708,12 +726,6 @@ impl PortfolioPacker {
                     insured.load(Ordering::Acquire) && Instant::now() >= insurance.until
                 })
         };
-        // Where the insurance starts at once, the time is too short for anything but the
-        // first candidate and the one-pass packing: the other thread runs neither `beside` nor
-        // candidates, which would only slow the two (the one-pass packing of
-        // `random:1000000:2:1000000` took 0.26 s beside both instead of 0.1 s alone, and came
-        // after the limit's allowance).
-        let short = insurance.is_some_and(|insurance| insurance.from <= Instant::now());
         let (beside_result, insured_packing) = std::thread::scope(|scope| {
             // The other thread wakes this one when it is done, so that waiting for it costs
             // no more than it takes (a sleep of a few ms was most of the planning time of a
@@ -721,7 +733,16 @@ impl PortfolioPacker {
             let this = std::thread::current();
             let other = (!short && (candidates.len() > 1 || beside.is_some())).then(|| {
                 let (work, next, race, last_needed) = (&work, &next, &race, &last_needed);
+                let first_done = &first_done;
                 scope.spawn(move || {
+                    // Woken when the first candidate is done; `beside` is then not begun:
+                    // finding the critical steps cannot be stopped (0.1-0.2 s at 2,000,000
+                    // buffers), and begun then it made 2,000,000-buffer traces with 1 s
+                    // return after up to 1.30 s.
+                    while first_on_both_cores && !first_done.load(Ordering::Acquire) {
+                        std::thread::park_timeout(Duration::from_millis(5));
+                    }
+                    let beside = beside.filter(|_| !first_on_both_cores);
                     let beside_result = beside.map(|beside| {
                         let lane = Lane::new(race, Side::Other, None);
                         let (steps, found) = beside(&lane.context(), &race.stop_other);
@@ -763,6 +784,9 @@ impl PortfolioPacker {
             });
             work(0, &first_stop);
             first_done.store(true, Ordering::Release);
+            if let Some(other) = &other {
+                other.thread().unpark();
+            }
             let insured_packing = insurer.and_then(|insurer| {
                 insurer.thread().unpark();
                 match insurer.join() {
@@ -825,6 +849,34 @@ impl PortfolioPacker {
 /// bound; 0 of 3 with 400 ns, once the sweep stopped within 35 ms of being asked), and the
 /// 1,000,000-buffer traces with 0.3 s still end within the allowance (0.36-0.37 s).
 pub const ONE_PASS_TIME_PER_BUFFER: Duration = Duration::from_nanos(300);
+
+/// Time an arena's first sweep ([`LARGE_FIRST_SWEEP`]) is taken to need per buffer alone on
+/// a core: it took 435-520 ns on random lifetimes of 1,500,000-2,000,000 buffers over
+/// 300,000-10,000,000 steps (290 ns on `model:2000000:1`, 1,170 ns over 1,000 steps), with a
+/// fifth added. See [`first_sweep_needs_both_cores`].
+pub const FIRST_SWEEP_TIME_PER_BUFFER: Duration = Duration::from_nanos(600);
+
+/// Whether the `first` candidate of an arena of `count` buffers is a sweep out of a step
+/// that would not be done by `until` (when the insurance stops it) alone on a core
+/// ([`FIRST_SWEEP_TIME_PER_BUFFER`]): it then packs its two sides at once (the kit's
+/// `pack_sweep_variant_on_two_threads`), and the other thread waits for it and then takes
+/// the candidates after it, without the critical-step search (`beside`). At 2,000,000
+/// buffers with 1 s the bound leaves the sweep about 0.96 s. On one core beside that search
+/// it was done 0.78-1.08 s after the planner call on 8 generated random traces of 1,800,000-
+/// 2,000,000 buffers (3 runs each), and was stopped on 1 run of 24 (the one-pass packing
+/// then stands in: 1.29-1.82 x the bound on five of them, where the sweep gives 1.01-1.09);
+/// on both cores it was done after 0.52-0.84 s on every run. The critical-step search and
+/// the candidates after the first made nothing lower on those traces with 1 s. (On
+/// 2,000,000 random lifetimes over 1,000 steps the sweep takes 2.3 s alone, and the one-pass
+/// packing stands in either way.)
+fn first_sweep_needs_both_cores(first: &Candidate, count: usize, until: Instant) -> bool {
+    let anchored = matches!(
+        first,
+        Candidate::Sweep(SweepVariant::AnchoredAtPeak(..) | SweepVariant::AnchoredAtBusyStep(..))
+    );
+    let alone = FIRST_SWEEP_TIME_PER_BUFFER.saturating_mul(count as u32);
+    anchored && until.saturating_duration_since(Instant::now()) < alone
+}
 
 /// When the one-pass packing insures an arena's first candidate (see `run_candidates`).
 #[derive(Clone, Copy, Debug)]
@@ -1598,6 +1650,41 @@ mod tests {
                 assert_eq!(busy_count(&list), 0, "{count}");
             }
         }
+    }
+
+    #[test]
+    fn a_first_sweep_takes_both_cores_only_where_one_would_not_do() {
+        let in_seconds = |seconds: f64| Instant::now() + Duration::from_secs_f64(seconds);
+        let sweep = Candidate::Sweep(LARGE_FIRST_SWEEP);
+        // 2,000,000 buffers: 1.2 s alone on a core.
+        assert!(first_sweep_needs_both_cores(
+            &sweep,
+            2_000_000,
+            in_seconds(0.96)
+        ));
+        assert!(!first_sweep_needs_both_cores(
+            &sweep,
+            2_000_000,
+            in_seconds(1.5)
+        ));
+        assert!(!first_sweep_needs_both_cores(
+            &sweep,
+            1_000_000,
+            in_seconds(0.96)
+        ));
+        // Only a sweep out of a step has two sides to pack at once.
+        let by_size = Candidate::Greedy(Order::Size, Fit::Best, "greedy best fit by size");
+        assert!(!first_sweep_needs_both_cores(
+            &by_size,
+            2_000_000,
+            in_seconds(0.5)
+        ));
+        let plain = Candidate::Sweep(SweepVariant::NearestEnd);
+        assert!(!first_sweep_needs_both_cores(
+            &plain,
+            2_000_000,
+            in_seconds(0.5)
+        ));
     }
 
     #[test]
