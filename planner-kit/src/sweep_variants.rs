@@ -231,9 +231,11 @@ pub fn pack_sweep_variant(
 
 /// [`pack_sweep_variant`], the two sides of an anchored variant packed at once: the one with
 /// fewer buffers on a second thread (scoped: it ends before this returns), the other on this
-/// one. The packing is the same; it comes sooner where a core is free (about half
-/// the time of the sides, which is most of a sweep's). `stop` is asked on this thread only,
-/// and stops both sides. The other variants are packed on this thread alone.
+/// one. The packing is the same; it comes sooner where a core is free, by the smaller side's
+/// share (the sides are seldom of one size: the sweep out of the busiest step of 8 generated
+/// random traces of 1,800,000-2,000,000 buffers took 0.54-0.94 s instead of 0.86-1.01 s).
+/// `stop` is asked on this thread only, and stops both sides. The other variants are packed
+/// on this thread alone.
 pub fn pack_sweep_variant_on_two_threads(
     buffers: &[Buffer],
     variant: SweepVariant,
