@@ -1852,7 +1852,12 @@ mod tests {
         assert!(average_live(&buffers) > FEW_LIVE);
         let made = packer(30.0);
         assert!(one_pass_halts_the_other(&buffers));
-        let candidates = Candidate::for_arena(&buffers);
+        // A first candidate that packs on one core: the arena's own, a sweep out of a step,
+        // would take both here (`first_sweep_needs_both_cores`), which leaves no other thread
+        // running beside it (below).
+        let mut candidates = Candidate::for_arena(&buffers);
+        assert!(matches!(candidates[0], Candidate::Sweep(LARGE_FIRST_SWEEP)));
+        candidates[0] = Candidate::Sweep(SweepVariant::NearestEnd);
         let bound = arena_lower_bound(&buffers);
         // A busy machine may wake the insurance only after the first candidate is done, or
         // start the call after `from`: the case is then not met, and tried again.
@@ -1893,6 +1898,30 @@ mod tests {
             assert_valid_packing(&buffers, &insured);
         }
         assert!(met > 0, "never begun beside the other thread");
+        // The arena's own first candidate takes both cores: nothing is begun beside it, and
+        // the critical-step search not after it either.
+        let begun = AtomicBool::new(false);
+        let marks_it_begun = |_: &HostContext, _: &AtomicBool| {
+            begun.store(true, Ordering::Relaxed);
+            (CriticalSteps::new(&buffers, 0), None)
+        };
+        let now = Instant::now();
+        let insurance = Insurance {
+            from: now + Duration::from_millis(10),
+            until: now + Duration::from_millis(10),
+        };
+        let (done, beside, insured) = made.run_candidates(
+            &Candidate::for_arena(&buffers),
+            &buffers,
+            bound,
+            now + Duration::from_secs(30),
+            Some(&marks_it_begun),
+            Some(insurance),
+            &HostContext::detached(),
+        );
+        assert!(beside.is_none() && !begun.load(Ordering::Relaxed));
+        let first_completed = done.first().is_some_and(|&(index, _)| index == 0);
+        assert!(first_completed || insured.is_some());
         // Few live per step: the insurance leaves the other thread be.
         let model_like = generated_instance("model:50000").unwrap().unwrap();
         assert!(!one_pass_halts_the_other(&model_like));
