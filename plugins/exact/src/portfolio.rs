@@ -1859,6 +1859,26 @@ mod tests {
         assert!(matches!(candidates[0], Candidate::Sweep(LARGE_FIRST_SWEEP)));
         candidates[0] = Candidate::Sweep(SweepVariant::NearestEnd);
         let bound = arena_lower_bound(&buffers);
+        // The candidates with `beside`, the insurance beginning 10 ms after the call and
+        // stopping the first candidate once its packing is made. Its times are made last, so
+        // that the call comes before `from` (else the other thread would not run at all: see
+        // `short`).
+        let run = |candidates: &[Candidate], beside: &CriticalBeside<'_>| {
+            let now = Instant::now();
+            let insurance = Insurance {
+                from: now + Duration::from_millis(10),
+                until: now + Duration::from_millis(10),
+            };
+            made.run_candidates(
+                candidates,
+                &buffers,
+                bound,
+                now + Duration::from_secs(30),
+                Some(beside),
+                Some(insurance),
+                &HostContext::detached(),
+            )
+        };
         // A busy machine may wake the insurance only after the first candidate is done, or
         // start the call after `from`: the case is then not met, and tried again.
         let mut met = 0;
@@ -1870,22 +1890,7 @@ mod tests {
                 }
                 (CriticalSteps::new(&buffers, 0), None)
             };
-            // Made last, so that the call comes before `from` (else the other thread would
-            // not run at all: see `short`).
-            let now = Instant::now();
-            let insurance = Insurance {
-                from: now + Duration::from_millis(10),
-                until: now + Duration::from_millis(10),
-            };
-            let (_, beside, insured) = made.run_candidates(
-                &candidates,
-                &buffers,
-                bound,
-                now + Duration::from_secs(30),
-                Some(&waits_for_its_halt),
-                Some(insurance),
-                &HostContext::detached(),
-            );
+            let (_, beside, insured) = run(&candidates, &waits_for_its_halt);
             let Some(insured) = insured.filter(|_| beside.is_some()) else {
                 continue;
             };
@@ -1905,20 +1910,7 @@ mod tests {
             begun.store(true, Ordering::Relaxed);
             (CriticalSteps::new(&buffers, 0), None)
         };
-        let now = Instant::now();
-        let insurance = Insurance {
-            from: now + Duration::from_millis(10),
-            until: now + Duration::from_millis(10),
-        };
-        let (done, beside, insured) = made.run_candidates(
-            &Candidate::for_arena(&buffers),
-            &buffers,
-            bound,
-            now + Duration::from_secs(30),
-            Some(&marks_it_begun),
-            Some(insurance),
-            &HostContext::detached(),
-        );
+        let (done, beside, insured) = run(&Candidate::for_arena(&buffers), &marks_it_begun);
         assert!(beside.is_none() && !begun.load(Ordering::Relaxed));
         let first_completed = done.first().is_some_and(|&(index, _)| index == 0);
         assert!(first_completed || insured.is_some());
