@@ -182,7 +182,7 @@ pub const BUSY_STEP_SWEEPS: u8 = 16;
 /// sweeps out of other busy steps: [`BUSY_STEPS_FROM_LIVE`], or
 /// [`BUSY_STEPS_FROM_LIVE_UNSEARCHED`] where the search skips it.
 fn busy_steps_from_live(count: usize) -> u64 {
-    match count > EXACT_MAX_BUFFERS {
+    match search_skips(count) {
         true => BUSY_STEPS_FROM_LIVE_UNSEARCHED,
         false => BUSY_STEPS_FROM_LIVE,
     }
@@ -200,6 +200,11 @@ fn busy_step_sweeps() -> impl Iterator<Item = SweepVariant> {
 
 /// Arenas with more buffers do not run the exact search.
 pub const EXACT_MAX_BUFFERS: usize = 50_000;
+
+/// Whether the exact search skips an arena of `count` buffers ([`EXACT_MAX_BUFFERS`]).
+fn search_skips(count: usize) -> bool {
+    count > EXACT_MAX_BUFFERS
+}
 /// Arenas with at least this many buffers (those the exact search skips) run the
 /// critical-step search on the other core beside the candidates, for the whole budget,
 /// instead of before them with half of it where it applies ([`CRITICAL_FIRST_SHARE`]; its
@@ -458,7 +463,7 @@ impl Packer for PortfolioPacker {
             .map(|(_, packing)| packing.offsets)
             .collect();
         let time_left = || !context.should_stop() && Instant::now() < deadline;
-        let searching = buffers.len() <= EXACT_MAX_BUFFERS;
+        let searching = !search_skips(buffers.len());
         // Where the search runs, the critical-step search (if still to run) goes on the other
         // core beside it; else here, until the deadline.
         let mut critical_beside = None;
