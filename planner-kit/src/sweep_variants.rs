@@ -248,7 +248,7 @@ pub fn pack_sweep_variant_on_two_threads(
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Sides {
     OneAfterTheOther,
-    /// The later side on a thread of its own.
+    /// The side with fewer buffers on a thread of its own.
     AtOnce,
 }
 
