@@ -32,7 +32,8 @@
 //!    [`CriticalSteps::first_round_order`]).
 //! 4. Where that packing is still above the bound, the steps where it is, and
 //!    [`GROW_STEPS`] start steps either side of each, become critical too, and again from 1.
-//!    From [`REPACK_AROUND_FROM`] buffers the later rounds keep the last round's packing
+//!    From [`REPACK_AROUND_FROM`] buffers ([`REPACK_AROUND_BY_AREA_FROM`] where the rest is
+//!    packed by area) the later rounds keep the last round's packing
 //!    and pack again only the buffers live beside a critical buffer whose offset the search
 //!    changed (around every buffer live beside those, held): the rest of that packing is
 //!    clear of everything live beside it, which did not move. The steps above the bound
@@ -134,6 +135,19 @@ const START_ORDER_MOST_LIVE_REPACKED: u64 = 112;
 /// packing of the whole arena they make room (`random:5000:2:2000`, `random:10000:4:5000`
 /// and `random:40000:2:10000` at the bound, 1.0232, 1.0211 and 1.0053 x it repacked).
 const REPACK_AROUND_FROM: usize = 200_000;
+/// [`REPACK_AROUND_FROM`] for arenas whose rest is packed by area
+/// ([`CriticalSteps::rest_order`]: more than [`START_ORDER_MOST_LIVE`] live per step), where
+/// a packing of the whole arena is superlinear (0.2-0.5 s a round at 100,000-150,000
+/// buffers). The critical-step search alone with 1 s, on 26 generated random traces of
+/// 50,000-180,000 buffers with 100-333 live per step: 10 of those by area reached the bound
+/// sooner (`random:100000:5:25000` in 0.35 s instead of 0.65 s, `random:120000:403:40000`
+/// 0.38 s for 0.92 s, `random:150000:706:40000` 0.56 s for 0.98 s) and
+/// `random:180000:708:50000` at all (1.0326 before), none later or higher; those by start
+/// (up to 128 live) are left as they were, since repacked around, `random:50000:9:20000`
+/// (125 live) ended 1.1331 x the bound where it reaches it in 0.55 s. Below 50,000 buffers
+/// mixed: `random:40000:2:10000` at the bound in 0.18 s instead of 0.38 s, but
+/// `random:35000:724:10000` 1.0247 where it reached it in 0.89 s.
+const REPACK_AROUND_BY_AREA_FROM: usize = 50_000;
 /// Rounds at most: each adds at least one critical step, and a packing that needs more is
 /// not converging.
 const MOST_ROUNDS: usize = 32;
@@ -228,6 +242,15 @@ impl CriticalSteps {
             Order::Area if count >= REPACK_AROUND_FROM => Order::Start,
             order => order,
         }
+    }
+
+    /// Whether the rounds after the first pack only the buffers near the critical ones again
+    /// (`repack_around`) in an arena of `count` buffers, not the whole arena: from
+    /// [`REPACK_AROUND_FROM`] buffers, or [`REPACK_AROUND_BY_AREA_FROM`] where the rest is
+    /// packed by area.
+    fn repacks_around(&self, count: usize) -> bool {
+        count >= REPACK_AROUND_FROM
+            || (count >= REPACK_AROUND_BY_AREA_FROM && self.rest_order == Order::Area)
     }
 
     /// How many buffers the first round searches.
@@ -325,7 +348,7 @@ impl CriticalSteps {
                 1 => Self::first_round_order(self.rest_order, buffers.len()),
                 _ => self.rest_order,
             };
-            let repacked = match last.take().filter(|_| buffers.len() >= REPACK_AROUND_FROM) {
+            let repacked = match last.take().filter(|_| self.repacks_around(buffers.len())) {
                 Some(offsets) => self.repack_around(
                     buffers,
                     offsets,
@@ -727,6 +750,26 @@ mod tests {
         let model_like = memplan_planner_kit::testing::model_like_trace(REPACK_AROUND_FROM, 1);
         assert_eq!(first_round_order_of(&model_like), Order::Size);
         // And it reaches the bound through the repacking rounds.
+        let critical = packed_at_the_bound(&crowded, 60);
+        assert!(critical.rounds > 1, "one round: nothing was repacked");
+    }
+
+    #[test]
+    fn where_the_rest_goes_by_area_smaller_arenas_repack_only_near_the_critical_buffers() {
+        // About 200 live per step: by area, repacked around from REPACK_AROUND_BY_AREA_FROM
+        // buffers.
+        let crowded = random_lifetime_trace_over(60_000, 701, 15_000);
+        let steps = CriticalSteps::new(&crowded, arena_lower_bound(&crowded));
+        assert_eq!(steps.rest_order, Order::Area);
+        assert!(steps.repacks_around(REPACK_AROUND_BY_AREA_FROM));
+        assert!(!steps.repacks_around(REPACK_AROUND_BY_AREA_FROM - 1));
+        // About 100 live: by start, the whole arena packed again below REPACK_AROUND_FROM.
+        let spread = random_lifetime_trace_over(60_000, 701, 30_000);
+        let steps = CriticalSteps::new(&spread, arena_lower_bound(&spread));
+        assert_eq!(steps.rest_order, Order::Start);
+        assert!(!steps.repacks_around(REPACK_AROUND_FROM - 1));
+        assert!(steps.repacks_around(REPACK_AROUND_FROM));
+        // The crowded one reaches its bound through rounds repacked around.
         let critical = packed_at_the_bound(&crowded, 60);
         assert!(critical.rounds > 1, "one round: nothing was repacked");
     }
