@@ -47,9 +47,13 @@
 //!    other core beside step 2 instead, until that deadline, ranked between the first
 //!    candidate and the others
 //!    (generated model-like traces of 300,000-1,000,000 buffers: at the bound in 0.19-0.45 s
-//!    of the default 1 s, where they ended 0.03-8 % above it). Where its first round takes
-//!    more, it runs after step 2 while the best is above the bound, until the deadline: on
-//!    the other core beside the search (step 4) where the search runs, else on this one.
+//!    of the default 1 s, where they ended 0.03-8 % above it). There, where its first round
+//!    takes more, it is tried beside step 2 all the same, and goes on only where that
+//!    round's search fits the critical buffers within the bound in a fifth of the time left
+//!    ([`CRITICAL_TRIAL_SHARE`]); else the other core goes back to the candidates. Elsewhere
+//!    (or where no round of the trial completed), where its first round takes more, it runs
+//!    after step 2 while the best is above the bound, until the deadline: on the other core
+//!    beside the search (step 4) where the search runs, else on this one.
 //!    It leaves arenas whose live bytes come near the bound at most steps (random lifetimes
 //!    over 1,000 steps) to the others: there its rounds would take every buffer;
 //! 4. while the best is above the bound and time remains, on arenas of at most
@@ -224,6 +228,26 @@ pub const CRITICAL_FROM: usize = 1000;
 /// The critical-step search runs before the candidates where its first round searches at
 /// most one buffer in this many, with at most half the time left.
 pub const CRITICAL_FIRST_SHARE: usize = 20;
+/// Where the critical-step search runs beside the candidates ([`BESIDE_CANDIDATES_FROM`])
+/// and its first round searches more than one buffer in [`CRITICAL_FIRST_SHARE`], it goes on
+/// only if that round's search fits the critical buffers within the bound in this share of
+/// the time left (`CriticalSteps::pack_if_first_round_fits`); else the other core goes back
+/// to the candidates. Its first round's search either fits at once or not within the
+/// whole budget (on 43 generated random traces of 10,000-300,000 buffers, alone with 1 s:
+/// within 0.14 s, or not within 0.92-1.0 s), so the trial costs the traces where the search
+/// does not fit a fifth of the other core, where running it beside them for the whole budget
+/// cost them what they had gained from it (`random:200000:405:50000` 1.0412 to 1.0457 x
+/// the bound). With the default 1 s, on 39 generated random traces of 10,000-190,000
+/// buffers with 100-333 live per step (with [`CriticalSteps`]'s later rounds there packing
+/// only near the critical buffers): 12 came lower, 10 of them to the bound
+/// (`random:100000:5:25000` from 1.0065 in 0.42 s, `random:120000:403:40000` 1.0248 in
+/// 0.44 s, `random:180000:708:50000` 1.0247 in 0.70 s, `random:60000:701:15000` 1.0261 in
+/// 0.31 s), one higher (`random:80000:702:20000` 1.0277 to 1.0290: its rounds fit but do
+/// not converge, and take the other core all the budget), the rest the same. On 12 more of
+/// 100,000-1,000,000 buffers the same heights; on the 122 traces of earlier measurements
+/// (1,000-2,000,000 buffers, every shape) 3 lower, the others within their run-to-run
+/// spread.
+pub const CRITICAL_TRIAL_SHARE: u32 = 5;
 
 /// A greedy candidate: its order, its fit and the name the note gives it.
 type GreedyCandidate = (Order, Fit, &'static str);
@@ -396,7 +420,10 @@ impl Packer for PortfolioPacker {
             let steps = CriticalSteps::new(buffers, bound);
             let found = match is_sparse(&steps) {
                 true => steps.pack(buffers, sooner, context, Some(halt)),
-                false => None,
+                false => {
+                    let trial = Instant::now() + time_left_here() / CRITICAL_TRIAL_SHARE;
+                    steps.pack_if_first_round_fits(buffers, sooner, trial, context, Some(halt))
+                }
             };
             (steps, found)
         };
@@ -433,7 +460,7 @@ impl Packer for PortfolioPacker {
         if let Some((steps, found)) = beside {
             sparse = is_sparse(&steps);
             first_steps = Some(steps);
-            critical_ranks_second = sparse;
+            critical_ranks_second = true;
             critical = found;
         }
         // The lowest candidate, the first of equal ones.
@@ -467,7 +494,12 @@ impl Packer for PortfolioPacker {
         // Where the search runs, the critical-step search (if still to run) goes on the other
         // core beside it; else here, until the deadline.
         let mut critical_beside = None;
-        if critical_applies && !sparse && packing.height > bound && time_left() {
+        if critical_applies
+            && !sparse
+            && critical.is_none()
+            && packing.height > bound
+            && time_left()
+        {
             let steps = first_steps.unwrap_or_else(|| CriticalSteps::new(buffers, bound));
             match searching {
                 true => critical_beside = Some(steps),
@@ -2047,6 +2079,34 @@ mod tests {
             "{}",
             packing.note
         );
+    }
+
+    #[test]
+    fn critical_steps_that_are_not_sparse_are_tried_beside_the_candidates() {
+        // 60,000 buffers, about 200 live per step: the first round takes 8.5 % of them (not
+        // sparse), and its search fits them at once. Beside the candidates the critical-step
+        // search reaches the bound in about 0.3 s; after them (the greedy orders other than
+        // start take about 1.6 s here) it did in 1.9 s.
+        let buffers = generated_instance("random:60000:701:15000")
+            .unwrap()
+            .unwrap();
+        assert!(buffers.len() >= BESIDE_CANDIDATES_FROM);
+        let bound = arena_lower_bound(&buffers);
+        let steps = CriticalSteps::new(&buffers, bound);
+        assert!(steps.first_critical() * CRITICAL_FIRST_SHARE > buffers.len());
+        let started = Instant::now();
+        let packing = packer(2.5)
+            .pack(&buffers, &HostContext::detached())
+            .unwrap();
+        let took = started.elapsed();
+        assert_valid_packing(&buffers, &packing);
+        assert_eq!(packing.height, bound, "{}", packing.note);
+        assert!(
+            packing.note.starts_with("critical-step search ("),
+            "{}",
+            packing.note
+        );
+        assert!(took < Duration::from_millis(1200), "{took:?}");
     }
 
     #[test]
