@@ -31,7 +31,8 @@
 //!    [`CriticalSteps::rest_order`]; the first round of large arenas by start there too:
 //!    [`CriticalSteps::first_round_order`]).
 //! 4. Where that packing is still above the bound, the steps where it is, and
-//!    [`GROW_STEPS`] start steps either side of each, become critical too, and again from 1.
+//!    [`GROW_STEPS`] start steps either side of each ([`GROW_STEPS_AROUND`] where the later
+//!    rounds pack only near the critical buffers), become critical too, and again from 1.
 //!    From [`REPACK_AROUND_FROM`] buffers ([`REPACK_AROUND_BY_AREA_FROM`] where the rest is
 //!    packed by area) the later rounds keep the last round's packing
 //!    and pack again only the buffers live beside a critical buffer whose offset the search
@@ -89,8 +90,25 @@ use crate::search::Deadline;
 /// `random:100000:4`), the rest around them then 1.08 x the bound.
 const FIRST_MARGIN: u64 = 10;
 /// Start steps either side of a step where the greedy rest was above the bound that become
-/// critical with it.
-const GROW_STEPS: usize = 20;
+/// critical with it, where each round packs the whole arena again (see
+/// [`CriticalSteps::repacks_around`]). There the rest adapts to the critical buffers'
+/// new offsets everywhere, and a narrower growth leaves the next round's search fewer buffers
+/// to fit. With the portfolio's default 1 s, on 72 generated random traces of 5,000-190,000
+/// buffers (17-333 live per step), against 20 (one run each, then 3 alternating runs of the
+/// 11 that differed): 8 came to the bound on every run (`random:20000:303:8000` from 1.0418
+/// x it in 0.85-0.95 s, `random:30000:411:15000` 1.0187-1.0398 in 0.35-0.52 s,
+/// `random:5000:302:3000` 1.0191 in 0.32-0.45 s, `random:40000:1:10000` 1.0056 in
+/// 0.82-0.97 s, `random:30000:744:10000` 1.0246 in 0.71-0.86 s), `random:50000:9:20000`
+/// 1.0319 to 1.0301, none higher; `random:20000:1:5000` and `:6:5000` stay 1.0309 and
+/// 1.0373. The critical-step search alone was mixed on the same traces: 20 reached the bound
+/// on `random:50000:9:20000` in 0.56 s where 5 left it 1.0295.
+const GROW_STEPS: usize = 5;
+/// [`GROW_STEPS`] where the rounds after the first pack only near the critical buffers
+/// (`repack_around`). There 5 made more rounds, each repacking around buffers the last moved:
+/// with 1 s, on 52 generated random traces of 200,000-1,000,000 buffers, most reached the
+/// bound later (`random:500000:77:400000` in 0.43 s instead of 0.26 s) and
+/// `random:1000000:210:400000` not at all (1.0351).
+const GROW_STEPS_AROUND: usize = 20;
 /// Arenas with more than the kit's [`FEW_LIVE`] and at most this many buffers live per step
 /// on average pack the rest in start order. Best fit in start order is the kit's sweep, which
 /// steers around the critical buffers held in the middle of the timeline: a round costs about
@@ -306,6 +324,10 @@ impl CriticalSteps {
         let mut last: Option<Vec<u64>> = None;
         // Which buffers were critical in an earlier round.
         let mut was_critical = vec![false; buffers.len()];
+        let grow = match self.repacks_around(buffers.len()) {
+            true => GROW_STEPS_AROUND,
+            false => GROW_STEPS,
+        };
         for round in 1..=MOST_ROUNDS {
             if round > 1 {
                 critical = self.steps.buffers_live_at(&critical_steps);
@@ -400,7 +422,7 @@ impl CriticalSteps {
             }
             let last_step = self.steps.count - 1;
             for step in too_high {
-                let around = step.saturating_sub(GROW_STEPS)..=(step + GROW_STEPS).min(last_step);
+                let around = step.saturating_sub(grow)..=(step + grow).min(last_step);
                 critical_steps[around].fill(true);
             }
         }
@@ -792,6 +814,18 @@ mod tests {
         // The crowded one reaches its bound through rounds repacked around.
         let critical = packed_at_the_bound(&crowded, 60);
         assert!(critical.rounds > 1, "one round: nothing was repacked");
+    }
+
+    #[test]
+    fn where_rounds_pack_the_whole_arena_few_steps_around_those_above_become_critical() {
+        // 30,000 buffers, about 100 live per step: the rounds pack the whole arena again.
+        // Growing by GROW_STEPS_AROUND steps it came to the bound after 3 s (1.0128 x it
+        // with 2 s); by GROW_STEPS it does in about 0.15 s.
+        let buffers = random_lifetime_trace_over(30_000, 411, 15_000);
+        let steps = CriticalSteps::new(&buffers, arena_lower_bound(&buffers));
+        assert!(!steps.repacks_around(buffers.len()));
+        let critical = packed_at_the_bound(&buffers, 2);
+        assert!(critical.rounds > 1, "one round: no steps grew");
     }
 
     #[test]
