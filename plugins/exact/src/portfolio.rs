@@ -2013,12 +2013,7 @@ mod tests {
         // candidates and the search left it 1.027 x the bound after 1 s; the critical-step
         // search goes first and reaches it in about 0.1 s.
         let buffers = generated_instance("random:30000:1:30000").unwrap().unwrap();
-        let bound = arena_lower_bound(&buffers);
-        let packing = packer(10.0)
-            .pack(&buffers, &HostContext::detached())
-            .unwrap();
-        assert_valid_packing(&buffers, &packing);
-        assert_eq!(packing.height, bound);
+        let (packing, _) = at_the_bound_by_the_critical_steps(&buffers, 10.0);
         assert!(
             packing
                 .note
@@ -2039,23 +2034,35 @@ mod tests {
         // at 1.0828; beside them it reaches the bound in 0.4 s, 0.8 s with two busy loops
         // beside. After the candidates, with this budget, it reached the bound in 1.42 s.
         let buffers = generated_instance("model:500000:2").unwrap().unwrap();
-        let bound = arena_lower_bound(&buffers);
-        let started = Instant::now();
-        let packing = packer(2.5)
-            .pack(&buffers, &HostContext::detached())
-            .unwrap();
-        let took = started.elapsed();
-        assert_valid_packing(&buffers, &packing);
-        assert_eq!(packing.height, bound, "{}", packing.note);
+        let (packing, took) = at_the_bound_by_the_critical_steps(&buffers, 2.5);
+        let bound = packing.height;
         assert!(
-            packing.note.starts_with("critical-step search (")
-                && packing.note.ends_with(&format!(
-                    "won, proven optimal (equal to the lower bound {bound})"
-                )),
+            packing.note.ends_with(&format!(
+                "won, proven optimal (equal to the lower bound {bound})"
+            )),
             "{}",
             packing.note
         );
         assert!(took < Duration::from_millis(1200), "{took:?}");
+    }
+
+    /// The portfolio's packing of `buffers` with `seconds`, checked to be valid, at the bound
+    /// and made by the critical-step search, and how long it took.
+    fn at_the_bound_by_the_critical_steps(buffers: &[Buffer], seconds: f64) -> (Packing, Duration) {
+        let bound = arena_lower_bound(buffers);
+        let started = Instant::now();
+        let packing = packer(seconds)
+            .pack(buffers, &HostContext::detached())
+            .unwrap();
+        let took = started.elapsed();
+        assert_valid_packing(buffers, &packing);
+        assert_eq!(packing.height, bound, "{}", packing.note);
+        assert!(
+            packing.note.starts_with("critical-step search ("),
+            "{}",
+            packing.note
+        );
+        (packing, took)
     }
 
     #[test]
@@ -2068,17 +2075,7 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(buffers.len() >= BESIDE_CANDIDATES_FROM);
-        let bound = arena_lower_bound(&buffers);
-        let packing = packer(10.0)
-            .pack(&buffers, &HostContext::detached())
-            .unwrap();
-        assert_valid_packing(&buffers, &packing);
-        assert_eq!(packing.height, bound, "{}", packing.note);
-        assert!(
-            packing.note.starts_with("critical-step search ("),
-            "{}",
-            packing.note
-        );
+        at_the_bound_by_the_critical_steps(&buffers, 10.0);
     }
 
     #[test]
@@ -2091,21 +2088,9 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(buffers.len() >= BESIDE_CANDIDATES_FROM);
-        let bound = arena_lower_bound(&buffers);
-        let steps = CriticalSteps::new(&buffers, bound);
+        let steps = CriticalSteps::new(&buffers, arena_lower_bound(&buffers));
         assert!(steps.first_critical() * CRITICAL_FIRST_SHARE > buffers.len());
-        let started = Instant::now();
-        let packing = packer(2.5)
-            .pack(&buffers, &HostContext::detached())
-            .unwrap();
-        let took = started.elapsed();
-        assert_valid_packing(&buffers, &packing);
-        assert_eq!(packing.height, bound, "{}", packing.note);
-        assert!(
-            packing.note.starts_with("critical-step search ("),
-            "{}",
-            packing.note
-        );
+        let (_, took) = at_the_bound_by_the_critical_steps(&buffers, 2.5);
         assert!(took < Duration::from_millis(1200), "{took:?}");
     }
 
