@@ -48,8 +48,8 @@
 //!    candidate and the others
 //!    (generated model-like traces of 300,000-1,000,000 buffers: at the bound in 0.19-0.45 s
 //!    of the default 1 s, where they ended 0.03-8 % above it). There, where its first round
-//!    takes more, it is tried beside step 2 all the same, and goes on only where that
-//!    round's search fits the critical buffers within the bound in a fifth of the time left
+//!    takes more, it is tried beside step 2 all the same: each round goes on only where its
+//!    search fits the critical buffers within the bound in a fifth of the time left
 //!    ([`CRITICAL_TRIAL_SHARE`]); else the other core goes back to the candidates. Elsewhere
 //!    (or where no round of the trial completed), where its first round takes more, it runs
 //!    after step 2 while the best is above the bound, until the deadline: on the other core
@@ -229,11 +229,11 @@ pub const CRITICAL_FROM: usize = 1000;
 /// most one buffer in this many, with at most half the time left.
 pub const CRITICAL_FIRST_SHARE: usize = 20;
 /// Where the critical-step search runs beside the candidates ([`BESIDE_CANDIDATES_FROM`])
-/// and its first round searches more than one buffer in [`CRITICAL_FIRST_SHARE`], it goes on
-/// only if that round's search fits the critical buffers within the bound in this share of
-/// the time left (`CriticalSteps::pack_if_first_round_fits`); else the other core goes back
-/// to the candidates. Its first round's search either fits at once or not within the
-/// whole budget (on 43 generated random traces of 10,000-300,000 buffers, alone with 1 s:
+/// and its first round searches more than one buffer in [`CRITICAL_FIRST_SHARE`], each
+/// round goes on only if its search fits the critical buffers within the bound in this share
+/// of the time left (`CriticalSteps::pack_on_trial`); else the other core goes back to the
+/// candidates. A round's search either fits at once or not within the whole budget (the
+/// first round's on 43 generated random traces of 10,000-300,000 buffers, alone with 1 s:
 /// within 0.14 s, or not within 0.92-1.0 s), so the trial costs the traces where the search
 /// does not fit a fifth of the other core, where running it beside them for the whole budget
 /// cost them what they had gained from it (`random:200000:405:50000` 1.0412 to 1.0457 x
@@ -242,8 +242,9 @@ pub const CRITICAL_FIRST_SHARE: usize = 20;
 /// only near the critical buffers): 12 came lower, 10 of them to the bound
 /// (`random:100000:5:25000` from 1.0065 in 0.42 s, `random:120000:403:40000` 1.0248 in
 /// 0.44 s, `random:180000:708:50000` 1.0247 in 0.70 s, `random:60000:701:15000` 1.0261 in
-/// 0.31 s), one higher (`random:80000:702:20000` 1.0277 to 1.0290: its rounds fit but do
-/// not converge, and take the other core all the budget), the rest the same. On 12 more of
+/// 0.31 s), one higher (`random:80000:702:20000` 1.0277 to 1.0290, with the first round
+/// alone on trial: its second round's search takes 2.3 s; with every round on trial it is
+/// 1.0277 again, on 64 traces nothing else changed), the rest the same. On 12 more of
 /// 100,000-1,000,000 buffers the same heights; on the 122 traces of earlier measurements
 /// (1,000-2,000,000 buffers, every shape) 3 lower, the others within their run-to-run
 /// spread.
@@ -421,8 +422,7 @@ impl Packer for PortfolioPacker {
             let found = match is_sparse(&steps) {
                 true => steps.pack(buffers, sooner, context, Some(halt)),
                 false => {
-                    let trial = Instant::now() + time_left_here() / CRITICAL_TRIAL_SHARE;
-                    steps.pack_if_first_round_fits(buffers, sooner, trial, context, Some(halt))
+                    steps.pack_on_trial(buffers, sooner, CRITICAL_TRIAL_SHARE, context, Some(halt))
                 }
             };
             (steps, found)
