@@ -296,9 +296,9 @@ impl CriticalSteps {
     /// (the lowest packing made before it, `None` where that was the first round's). A
     /// round's search either fits them in a fraction of the time or not in the whole of it:
     /// the first round's, on 43 generated random traces of 10,000-300,000 buffers with 1 s,
-    /// within 0.14 s or not within 0.92-1.0 s; the later rounds' of 14 of them that reached
-    /// the bound within 0.05 s, where those of 4 that did not took 1.2-2.7 s. So a short trial
-    /// tells whether the rounds are worth the time.
+    /// within 0.14 s or not within 0.92-1.0 s; the later rounds' on the 14 of them that
+    /// reached the bound within 0.05 s, and on 4 whose rounds did not converge in 1.2-2.7 s.
+    /// So a short trial tells whether the rounds are worth the time.
     pub fn pack_on_trial(
         &self,
         buffers: &[Buffer],
@@ -371,10 +371,9 @@ impl CriticalSteps {
                 .iter()
                 .map(|&at| buffers[critical[at]])
                 .collect();
+            let now = Instant::now();
             let search_until = match trial_share {
-                Some(share) => {
-                    Instant::now() + deadline.saturating_duration_since(Instant::now()) / share
-                }
+                Some(share) => now + deadline.saturating_duration_since(now) / share,
                 None => deadline,
             };
             let search = ExactPacker::new(search_until.saturating_duration_since(Instant::now()))
