@@ -162,10 +162,13 @@ const REPACK_AROUND_FROM: usize = 200_000;
 /// 0.38 s for 0.92 s, `random:150000:706:40000` 0.56 s for 0.98 s) and
 /// `random:180000:708:50000` at all (1.0326 before), none later or higher; those by start
 /// (up to 128 live) are left as they were, since repacked around, `random:50000:9:20000`
-/// (125 live) ended 1.1331 x the bound where it reaches it in 0.55 s. Below 50,000 buffers
+/// (125 live) ended 1.1331 x the bound where it reaches it in 0.55 s. Up to 50,000 buffers
+/// (where the portfolio runs this search after its candidates, beside the exact search)
 /// mixed: `random:40000:2:10000` at the bound in 0.18 s instead of 0.38 s, but
-/// `random:35000:724:10000` 1.0247 where it reached it in 0.89 s.
-const REPACK_AROUND_BY_AREA_FROM: usize = 50_000;
+/// `random:35000:724:10000` 1.0247 where it reached it in 0.89 s, and in the portfolio
+/// `random:50000:748:15000` 1.0167 on 7 runs of 7, where whole-arena rounds give 1.0020 on
+/// 2 runs of 3.
+const REPACK_AROUND_BY_AREA_FROM: usize = 50_001;
 /// Rounds at most: each adds at least one critical step, and a packing that needs more is
 /// not converging.
 const MOST_ROUNDS: usize = 32;
