@@ -343,7 +343,8 @@ impl CriticalSteps {
         let mut last: Option<Vec<u64>> = None;
         // Which buffers were critical in an earlier round.
         let mut was_critical = vec![false; buffers.len()];
-        let grow = match self.repacks_around(buffers.len()) {
+        let repacks_around = self.repacks_around(buffers.len());
+        let grow = match repacks_around {
             true => GROW_STEPS_AROUND,
             false => GROW_STEPS,
         };
@@ -375,13 +376,12 @@ impl CriticalSteps {
                 .iter()
                 .map(|&at| buffers[critical[at]])
                 .collect();
-            let now = Instant::now();
-            let search_until = match trial_share {
-                Some(share) => now + deadline.saturating_duration_since(now) / share,
-                None => deadline,
+            let time_left = deadline.saturating_duration_since(Instant::now());
+            let search_time = match trial_share {
+                Some(share) => time_left / share,
+                None => time_left,
             };
-            let search = ExactPacker::new(search_until.saturating_duration_since(Instant::now()))
-                .with_goal(Goal::Fit);
+            let search = ExactPacker::new(search_time).with_goal(Goal::Fit);
             // The search aims at the bound and leaves alone every component its start packs
             // within it, so the start is made per component (`swept_by_component`). Given
             // none, the packer makes the best of eight greedy packings, superlinear on
@@ -410,7 +410,7 @@ impl CriticalSteps {
                 1 => Self::first_round_order(self.rest_order, buffers.len()),
                 _ => self.rest_order,
             };
-            let repacked = match last.take().filter(|_| self.repacks_around(buffers.len())) {
+            let repacked = match last.take().filter(|_| repacks_around) {
                 Some(offsets) => self.repack_around(
                     buffers,
                     offsets,
