@@ -63,7 +63,7 @@ use memplan_planner_kit::{
 };
 use memplan_plugin_api::HostContext;
 
-use crate::options::Goal;
+use crate::options::{Goal, Techniques};
 use crate::packer::ExactPacker;
 use crate::problem::overlap_runs;
 use crate::search::Deadline;
@@ -128,6 +128,26 @@ const GROW_STEPS_AROUND: usize = 20;
 /// start only up to [`START_ORDER_MOST_LIVE_REPACKED`], but the first round by start anyway
 /// ([`CriticalSteps::first_round_order`]).
 const START_ORDER_MOST_LIVE: u64 = 128;
+/// The techniques of a round's exact search: those aiming at the bound
+/// ([`Techniques::AT_THE_TARGET`]), since a round keeps its search's packing only there.
+/// With every technique, descents, bisection and raised restarts took most of the search's
+/// time on components the sweeps leave 1-3 % above the bound: one of 1,482 buffers (the first
+/// round of `random:100000:4:20000`) fitted in 2.90 s with them, 0.88 s without. This search
+/// alone with 3 s, on 18 generated random traces whose first round's search does not fit in
+/// 1 s: at the bound on 3 (`random:100000:4:20000` in 1.53 s, `random:150000:7:50000` 0.95 s,
+/// `random:120000:705:30000` 1.28 s), against 2 with every technique (1.81 and 2.33 s). With
+/// the portfolio's default 1 s (one run each, the ones that differed run again):
+/// - 72 generated random traces of 5,000-190,000 buffers: 39 at the bound instead of 37, 4
+///   lower (`random:20000:303:8000` from 1.0418 x the bound to at it in 0.69 s,
+///   `random:150000:7:50000` from 1.0188 to 0.95 s), none higher;
+/// - 32 on new seeds (10,000-200,000 buffers, 60-300 live per step): 2 to the bound
+///   (`random:100000:812:50000` from 1.0082 in 0.77 s, `random:40000:831:20000` from 1.0089
+///   in 0.37 s), none higher;
+/// - 122 traces of earlier measurements (1,000-2,000,000 buffers, every shape): 5 lower
+///   (`random:60000:202:25000` from 1.0054 to the bound in 0.45 s), one higher on one run
+///   (`random:1000000:28:3300000`, at the bound in 0.99 s before; 3 runs more each way: at
+///   the bound in 0.82-0.92 s with either).
+const SEARCH_TECHNIQUES: Techniques = Techniques::AT_THE_TARGET;
 /// [`START_ORDER_MOST_LIVE`] in arenas of [`REPACK_AROUND_FROM`] buffers or more, whose later
 /// rounds pack only the buffers near the critical ones (by start in the first round all the
 /// same: [`CriticalSteps::first_round_order`]). There, from about 126 live per step, the
@@ -381,7 +401,9 @@ impl CriticalSteps {
                 Some(share) => time_left / share,
                 None => time_left,
             };
-            let search = ExactPacker::new(search_time).with_goal(Goal::Fit);
+            let search = ExactPacker::new(search_time)
+                .with_goal(Goal::Fit)
+                .with_techniques(SEARCH_TECHNIQUES);
             // The search aims at the bound and leaves alone every component its start packs
             // within it, so the start is made per component (`swept_by_component`). Given
             // none, the packer makes the best of eight greedy packings, superlinear on

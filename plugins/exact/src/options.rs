@@ -84,6 +84,18 @@ impl Techniques {
         bisection: true,
     };
 
+    /// The techniques that aim at the target (the lower bound, or the budget to fit): every
+    /// one but descents, bisection and raised restarts, which look for packings between the
+    /// target and the best height found. A caller that keeps a packing only at the target
+    /// (the portfolio's critical-step search) loses nothing without them, and its searches
+    /// at the target get their time.
+    pub const AT_THE_TARGET: Techniques = Techniques {
+        descents: false,
+        bisection: false,
+        raised_restarts: false,
+        ..Techniques::ALL
+    };
+
     /// The option names, each with its switch.
     fn switches(&mut self) -> [(&'static str, &mut bool); 8] {
         [
