@@ -247,7 +247,10 @@ pub const CRITICAL_FIRST_SHARE: usize = 20;
 /// 1.0277 again, on 64 traces nothing else changed), the rest the same. On 12 more of
 /// 100,000-1,000,000 buffers the same heights; on the 122 traces of earlier measurements
 /// (1,000-2,000,000 buffers, every shape) 3 lower, the others within their run-to-run
-/// spread.
+/// spread. Since a round's search runs only the techniques aiming at the bound, some first
+/// rounds fit in between (alone, on 9 of the 18 traces whose first round did not fit in 1 s:
+/// 0.48-0.94 s); a third of the time left instead of a fifth was mixed on 55 generated
+/// random traces of 60,000-200,000 buffers (1 lower, 2 higher, one run each).
 pub const CRITICAL_TRIAL_SHARE: u32 = 5;
 
 /// A greedy candidate: its order, its fit and the name the note gives it.
