@@ -140,7 +140,8 @@ const START_ORDER_MOST_LIVE: u64 = 128;
 /// the portfolio's default 1 s (one run each, the ones that differed run again):
 /// - 72 generated random traces of 5,000-190,000 buffers: 39 at the bound instead of 37, 4
 ///   lower (`random:20000:303:8000` from 1.0418 x the bound to at it in 0.69 s,
-///   `random:150000:7:50000` from 1.0188 to 0.95 s), none higher;
+///   `random:150000:7:50000` from 1.0188 to 0.95 s, just before the deadline: 1.0131-1.0422
+///   on 8 runs later), none higher;
 /// - 32 on new seeds (10,000-200,000 buffers, 60-300 live per step): 2 to the bound
 ///   (`random:100000:812:50000` from 1.0082 in 0.77 s, `random:40000:831:20000` from 1.0089
 ///   in 0.37 s), none higher;
