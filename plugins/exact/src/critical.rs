@@ -144,8 +144,8 @@ const START_ORDER_MOST_LIVE: u64 = 128;
 ///   on 8 runs later), none higher;
 /// - 32 on new seeds (10,000-200,000 buffers, 60-300 live per step): 2 to the bound
 ///   (`random:100000:812:50000` from 1.0082 in 0.77 s, `random:40000:831:20000` from 1.0089
-///   in 0.37 s, near the half of the time it has going first: 1.0089 on 7 runs of 7 with
-///   another build of the same code), none higher;
+///   in 0.37 s; another build of the same code gave 1.0089 on 8 runs of 8 of `memplan
+///   bench`, the bound with `-v` and with `memplan plan`, cause not found), none higher;
 /// - 122 traces of earlier measurements (1,000-2,000,000 buffers, every shape): 5 lower
 ///   (`random:60000:202:25000` from 1.0054 to the bound in 0.45 s), one higher on one run
 ///   (`random:1000000:28:3300000`, at the bound in 0.99 s before; 3 runs more each way: at
