@@ -330,12 +330,15 @@ impl CriticalSteps {
 
     /// [`Self::pack`] on trial: each round's search must fit the buffers it searches within
     /// the bound in `1/share` of the time left when it starts, else the rounds stop there
-    /// (the lowest packing made before it, `None` where that was the first round's). A
-    /// round's search either fits them in a fraction of the time or not in the whole of it:
-    /// the first round's, on 43 generated random traces of 10,000-300,000 buffers with 1 s,
-    /// within 0.14 s or not within 0.92-1.0 s; the later rounds' on the 14 of them that
-    /// reached the bound within 0.05 s, and on 4 whose rounds did not converge in 1.2-2.7 s.
-    /// So a short trial tells whether the rounds are worth the time.
+    /// (the lowest packing made before it, `None` where that was the first round's). With
+    /// every search technique, a round's search fitted them in a fraction of the time or not
+    /// in the whole of it: the first round's, on 43 generated random traces of
+    /// 10,000-300,000 buffers with 1 s, within 0.14 s or not within 0.92-1.0 s; the later
+    /// rounds' on the 14 of them that reached the bound within 0.05 s, and on 4 whose rounds
+    /// did not converge in 1.2-2.7 s. So a short trial tells whether the rounds are worth the
+    /// time. With the techniques at the bound alone (`SEARCH_TECHNIQUES`) some first
+    /// rounds fit in between (9 of 18 that did not fit in 1 s before: 0.48-0.94 s), which a
+    /// fifth of the time left misses; a third was mixed (`CRITICAL_TRIAL_SHARE`).
     pub fn pack_on_trial(
         &self,
         buffers: &[Buffer],
