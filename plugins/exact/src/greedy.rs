@@ -59,6 +59,17 @@ pub fn greedy(
     greedy_after_sweep(component, None, deadline, others_by)
 }
 
+/// Every component's [`greedy`] start, the first packing before `deadline` for each: what
+/// the searches' tests start them from.
+#[cfg(test)]
+pub fn starts_of(problem: &crate::problem::Problem, deadline: &Deadline) -> Vec<Vec<u64>> {
+    problem
+        .components
+        .iter()
+        .map(|component| greedy(component, deadline, deadline).expect("a start in time"))
+        .collect()
+}
+
 /// [`greedy`], given the component's share of the kit's first sweep variant of the whole
 /// input (`swept`, offsets in units; the packer makes it before setting the problem up on
 /// large inputs) instead of making that sweep of its own: the component's buffers live at

@@ -879,11 +879,7 @@ mod tests {
             context: &context,
         };
         let search = |setup_cost: Duration| {
-            let mut offsets: Vec<Vec<u64>> = problem
-                .components
-                .iter()
-                .map(|component| greedy::greedy(component, &deadline, &deadline).unwrap())
-                .collect();
+            let mut offsets = greedy::starts_of(&problem, &deadline);
             search_unless_late(
                 &problem.components,
                 &mut offsets,

@@ -661,11 +661,7 @@ mod tests {
             context: &context,
         };
         let nodes = |techniques: Techniques| {
-            let mut offsets: Vec<Vec<u64>> = problem
-                .components
-                .iter()
-                .map(|component| greedy::greedy(component, &deadline, &deadline).unwrap())
-                .collect();
+            let mut offsets = greedy::starts_of(&problem, &deadline);
             let outcome = improve(
                 &problem.components,
                 &mut offsets,
