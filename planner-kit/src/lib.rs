@@ -17,7 +17,8 @@
 //! [`sweep_variants`] (start-order packing run backwards or out of the busiest step),
 //! [`one_pass`] (a packing several times cheaper than a sweep, to fall back on when time is
 //! too short for one).
-//! [`options`] parses `--planner-options` uniformly.
+//! [`options`] parses `--planner-options` uniformly; [`threads`] joins a helper thread on the
+//! second core while the planner's own thread keeps answering for the host.
 //!
 //! Test helpers (request builders, a seeded generator, packing and plan validity checks) are
 //! in the `testing` module behind the `testing` feature: enable it in `[dev-dependencies]`
@@ -33,6 +34,7 @@ pub mod random;
 pub mod sweep_variants;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod threads;
 
 pub use bump::{pack_bump_until, BumpPacker, BUMP_POLL_BUFFERS};
 pub use greedy::{

@@ -88,11 +88,11 @@ use crate::greedy::{
     live_bytes_at_points, pack_greedy_until, pack_start_order, Fit, GapChoice, Order, Poller,
     Stopped, Timeline,
 };
+use crate::threads::join_asking;
 use crate::{Buffer, FixedOffset, Packing};
 use memplan_plugin_api::bounds::{align_up, busiest_step};
 use memplan_plugin_api::Lifetime;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 /// A variant of the start-order sweep (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -533,14 +533,10 @@ fn at_once<T: Send, E: Send>(
         if done_here.is_err() {
             stopped.store(true, Ordering::Relaxed);
         }
-        while !other.is_finished() {
+        let done_there = join_asking(other, &|| {
             stop_both();
-            std::thread::park_timeout(Duration::from_millis(2));
-        }
-        match other.join() {
-            Ok(done_there) => (done_here, done_there),
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
+        });
+        (done_here, done_there)
     })
 }
 
@@ -843,7 +839,7 @@ mod tests {
                 if stop() {
                     return Err("stopped");
                 }
-                std::thread::sleep(Duration::from_millis(1));
+                std::thread::sleep(std::time::Duration::from_millis(1));
             }
             Ok("never told to stop")
         };

@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use memplan_planner_kit::threads::join_or_resume;
 use memplan_planner_kit::{
     arena_lower_bound, average_live, pack_greedy_until, pack_one_pass, pack_sweep_variant, Buffer,
     Fit, Order, Packer, Packing, Stopped, SweepVariant, FEW_LIVE,
@@ -343,10 +344,7 @@ pub(crate) fn one_pass_beside<T: Send>(
     std::thread::scope(|scope| {
         let beside = scope.spawn(beside);
         let packing = pack_one_pass(buffers);
-        match beside.join() {
-            Ok(made) => (packing, made),
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
+        (packing, join_or_resume(beside))
     })
 }
 

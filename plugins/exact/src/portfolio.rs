@@ -97,6 +97,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use memplan_planner_kit::threads::{join_asking, join_or_resume};
 use memplan_planner_kit::{
     arena_lower_bound, average_live, greedy_ranks, pack_greedy_ranked, pack_greedy_until,
     pack_one_pass, pack_one_pass_until, pack_sweep_variant, pack_sweep_variant_on_two_threads,
@@ -577,16 +578,11 @@ impl Packer for PortfolioPacker {
                 lane.finished(matches!(&searched, Ok(packing) if packing.height <= bound));
                 // The other thread may still run (where the search is at the bound, until its
                 // own work passes the search's): the host's stop is passed on to it.
-                while !other.is_finished() {
+                let other = join_asking(other, &|| {
                     if context.should_stop() {
                         race.stop_other.store(true, Ordering::Relaxed);
                     }
-                    std::thread::park_timeout(Duration::from_millis(2));
-                }
-                let other = match other.join() {
-                    Ok(other) => other,
-                    Err(panic) => std::panic::resume_unwind(panic),
-                };
+                });
                 (searched, other)
             });
             // Where both reached the bound, the one that got there with less work wins.
@@ -829,22 +825,13 @@ impl PortfolioPacker {
             }
             let insured_packing = insurer.and_then(|insurer| {
                 insurer.thread().unpark();
-                match insurer.join() {
-                    Ok(packing) => packing,
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
+                join_or_resume(insurer)
             });
-            let mut beside_result = None;
-            if let Some(other) = other {
-                while !other.is_finished() {
+            let beside_result = other.and_then(|other| {
+                join_asking(other, &|| {
                     asked();
-                    std::thread::park_timeout(Duration::from_millis(2));
-                }
-                match other.join() {
-                    Ok(result) => beside_result = result,
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            }
+                })
+            });
             (beside_result, insured_packing)
         });
         let mut done = done
