@@ -57,8 +57,8 @@
 //! ([`search::LARGE_SEARCH_ITEMS`]), which branches on the leftmost column, does without
 //! the release inference and the resting-point dominance, and records a raised run of
 //! columns as one change; its first node budget is a whole dive (twice the items), and band
-//! splits and merged restarts stay below 4,096 buffers. README.md ("Large inputs") has the
-//! measured time and peak memory.
+//! splits and merged restarts stay below 4,096 buffers. docs/planners.md ("`exact` on large
+//! arenas") has the measured time and peak memory.
 //!
 //! Under a memory budget the kit passes the room left ([`memplan_planner_kit::Packer::pack_within`]): the
 //! searches of step 3 first aim at the budget instead of the lower bound (the decision
