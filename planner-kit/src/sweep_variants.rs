@@ -72,7 +72,12 @@
 //! - the buffers that ended above the bound held at the top of the arena (packed among
 //!   themselves) and the others swept again, round after round (12 rounds): others end above
 //!   it instead, on the forward side more each round (73, then 78-182), on the backward side
-//!   1-30, never none.
+//!   1-30, never none;
+//! - a buffer that finds no gap below the bound makes one: buffers that started at most 6, 12
+//!   or 25 steps before it (seed 1: 6 and 12) move out of the way, each into another gap free
+//!   over its lifetime so far (measured with another model of this sweep, whose own heights
+//!   are 1.0070, 1.0074 and 1.0099 on seeds 1, 2 and 4): 1.0061-1.0064, 1.0065-1.0067 and
+//!   1.0086-1.0088. The bytes above the bound fall by 3-30 %, the heights by 0.0013 at most.
 //!
 //! What the two sides show: a side comes lowest where the stack's order suits it (latest end
 //! at the bottom for the forward side, earliest start for the backward one). So stacked, the
