@@ -1,11 +1,12 @@
-//! The portfolio's tests that hold it to the clock: the critical-step search reaches an
-//! arena's bound within a time that only running it beside the candidates allows.
+//! The portfolio's tests of arenas that the critical-step search brings to their bound. Two
+//! of them hold it to the clock: it must get there within a time that only running it beside
+//! the candidates allows (a bound of 1.2 s, which tells "beside the candidates", 0.3-0.8 s,
+//! from "after them", 1.4-1.9 s).
 //!
-//! They live in a test binary of their own, and take [`alone_on_the_machine`] so that they run
-//! one at a time: cargo runs test binaries one after another, so no other test shares the two
-//! cores with them. Among the crate's other tests they took up to 1.32 s where they take
-//! about 0.55 s alone, and failed a bound of 1.2 s that tells "beside the candidates" (0.3-0.8 s)
-//! from "after them" (1.4-1.9 s).
+//! They live in a test binary of their own, and each takes [`alone_on_the_machine`] so that
+//! they run one at a time: cargo runs test binaries one after another, so no other test shares
+//! the two cores with the timed ones. Among the crate's other tests the timed ones took up to
+//! 1.32 s where they take about 0.55 s alone.
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
