@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use memplan_planner_kit::bump::pack_bump;
 use memplan_planner_kit::threads::join_or_resume;
 use memplan_planner_kit::{
     arena_lower_bound, average_live, pack_greedy_until, pack_one_pass, pack_sweep_variant, Buffer,
@@ -167,6 +168,11 @@ impl ExactPacker {
                 false => Err(Stopped),
             };
             match first {
+                Err(Stopped)
+                    if !begun && one_pass_would_overrun(self.made, sooner, buffers.len()) =>
+                {
+                    return Ok(no_reuse_plan(buffers, "exact", host_limit_binds, context));
+                }
                 Err(Stopped) => {
                     let what = format!("a first sweep of {} buffers", buffers.len());
                     return Ok(one_pass(&what, begun));
@@ -360,13 +366,7 @@ fn one_pass_plan(
     begun: bool,
     context: &HostContext,
 ) -> Packing {
-    let (limit, advice) = match host_limit_binds {
-        true => ("by memplan's time limit", ""),
-        false => (
-            "at its time limit",
-            "; allow more time (option time_limit_s) for a lower plan",
-        ),
-    };
+    let (limit, advice) = limit_named(host_limit_binds);
     let stopped_after = started.elapsed();
     let (mut packing, bound) = one_pass_beside(buffers, || arena_lower_bound(buffers));
     let why = match begun {
@@ -381,9 +381,26 @@ fn one_pass_plan(
         "one-pass packing, {:.3} x the lower bound {bound}: {why}{advice}",
         packing.height as f64 / bound.max(1) as f64,
     );
+    let note = match advice {
+        "" => note,
+        _ => format!("{note} for a lower plan"),
+    };
     context.warn(&format!("exact: {note}"));
     packing.note = note;
     packing
+}
+
+/// How a packer's note names the time limit that stopped it (`host_limit_binds`: memplan's
+/// `--timeout`, else the planner's own), and the advice that goes with it: none for
+/// memplan's, whose message gives its own.
+fn limit_named(host_limit_binds: bool) -> (&'static str, &'static str) {
+    match host_limit_binds {
+        true => ("by memplan's time limit", ""),
+        false => (
+            "at its time limit",
+            "; allow more time (option time_limit_s)",
+        ),
+    }
 }
 
 /// The latest a planner given `buffers` buffers whose time limit counts from `made` and ends
@@ -391,13 +408,68 @@ fn one_pass_plan(
 /// and 50 ms): the allowance less the time to return, a quarter of it or
 /// [`RETURN_TIME_PER_BUFFER`] per buffer where that is more.
 pub fn return_by(made: Instant, sooner: Instant, buffers: usize) -> Instant {
-    let limit = sooner.saturating_duration_since(made);
-    let allowance = limit / 10 + Duration::from_millis(50);
+    let allowance = allowance(made, sooner);
     let to_return = (allowance / 4).max(RETURN_TIME_PER_BUFFER.saturating_mul(buffers as u32));
     sooner
         .checked_add(allowance)
         .and_then(|end| end.checked_sub(to_return))
         .unwrap_or(sooner)
+}
+
+/// What a planner may take past its time limit, which counts from `made` and ends at
+/// `sooner`: 10 % of the limit and 50 ms.
+fn allowance(made: Instant, sooner: Instant) -> Duration {
+    sooner.saturating_duration_since(made) / 10 + Duration::from_millis(50)
+}
+
+/// Whether the one-pass packing of `count` buffers, begun now, may come back after the
+/// allowance of a limit counted from `made` to `sooner` (see [`return_by`]) has ended:
+/// [`ONE_PASS_SLOWEST_PER_BUFFER`] from now is past its end. The no-reuse packing
+/// ([`no_reuse_plan`]) then stands in.
+pub(crate) fn one_pass_would_overrun(made: Instant, sooner: Instant, count: usize) -> bool {
+    let needed = ONE_PASS_SLOWEST_PER_BUFFER.saturating_mul(count as u32);
+    let end = sooner.checked_add(allowance(made, sooner));
+    end.is_none_or(|end| Instant::now() + needed > end)
+}
+
+/// Time [`one_pass_would_overrun`] takes the one-pass packing to need per buffer, with the
+/// lower bound found beside it on the other core (`one_pass_beside`). Alone it took 80-120
+/// ns a buffer at 2,000,000 buffers; with the bound beside it and the kit's passes around it,
+/// the plan came 0.19-0.50 s after the call on six generated traces of 2,000,000 buffers, and
+/// 0.06-0.14 s on four of 1,000,000. The cost per buffer grows with the arena (its arrays
+/// outgrow the caches), so no rate fits both: with 150 ns, 2 runs of 36 with 0.25 s at
+/// 2,000,000 buffers came 3-8 ms past the allowance; with 170 ns 0.1 s at 1,000,000 buffers
+/// would get the no-reuse packing too, where the one-pass packing comes within it.
+pub const ONE_PASS_SLOWEST_PER_BUFFER: Duration = Duration::from_nanos(150);
+
+/// The no-reuse packing of `buffers` (the kit's bump packing: every buffer bytes of its own,
+/// tens of milliseconds at 2,000,000 buffers), for a packer (`planner`, named in the
+/// warning) left too little time for even the one-pass packing ([`one_pass_would_overrun`]),
+/// with a note (and a warning) saying so. A plan that honours the time limit: far above the
+/// bound, which is not found here (over sparse steps it takes as long as the one-pass
+/// packing).
+pub(crate) fn no_reuse_plan(
+    buffers: &[Buffer],
+    planner: &str,
+    host_limit_binds: bool,
+    context: &HostContext,
+) -> Packing {
+    let (limit, advice) = limit_named(host_limit_binds);
+    let mut packing = pack_bump(buffers);
+    let needed = ONE_PASS_SLOWEST_PER_BUFFER.saturating_mul(buffers.len() as u32);
+    let note = format!(
+        "no-reuse packing (every buffer its own bytes): too little time was left {limit} for \
+         even the one-pass packing of {} buffers (up to {:.2} s){advice}",
+        buffers.len(),
+        needed.as_secs_f64(),
+    );
+    let note = match advice {
+        "" => note,
+        _ => format!("{note} for a plan that reuses memory"),
+    };
+    context.warn(&format!("{planner}: {note}"));
+    packing.note = note;
+    packing
 }
 
 /// The latest the one-pass packing of `count` buffers can begin, alone on a core
@@ -777,12 +849,13 @@ mod tests {
     fn a_stop_before_any_packing_gives_the_one_pass_packing_and_advises_the_option_only_where_that_limit_ended_it(
     ) {
         // 9,000 random lifetimes (below the sweep's size: the greedy start of a component)
-        // and 300,000 over as many steps (about 50 live per step, the sweep first): with no
+        // and 200,000 over as many steps (about 50 live per step, the sweep first): with no
         // time left no greedy start is complete, and a stack of them is far from optimal. The
-        // kit's one-pass packing stands in, and the note says why.
+        // kit's one-pass packing stands in (it has the time: 30 ms of the 50 ms allowance),
+        // and the note says why.
         for buffers in [
             random_lifetime_trace(9_000, 1),
-            memplan_planner_kit::testing::generated_instance("random:300000:1:300000")
+            memplan_planner_kit::testing::generated_instance("random:200000:1:200000")
                 .unwrap()
                 .unwrap(),
         ] {
@@ -820,6 +893,50 @@ mod tests {
                 by_host.note
             );
         }
+    }
+
+    #[test]
+    fn too_little_time_for_the_one_pass_packing_gives_the_no_reuse_packing() {
+        // With no limit left the allowance is 50 ms: the one-pass packing of 1,000,000
+        // buffers may take 150 ms, of 100,000 15 ms; with 1 s it has 1.15 s.
+        let made = Instant::now();
+        assert!(one_pass_would_overrun(made, made, 1_000_000));
+        assert!(!one_pass_would_overrun(made, made, 100_000));
+        assert!(!one_pass_would_overrun(
+            made,
+            made + Duration::from_secs(1),
+            1_000_000
+        ));
+        // 400,000 buffers with no time left: the no-reuse packing, and the note says why
+        // and which limit to raise.
+        let buffers = memplan_planner_kit::testing::generated_instance("random:400000:1:400000")
+            .unwrap()
+            .unwrap();
+        let own = ExactPacker::new(Duration::ZERO)
+            .pack(&buffers, &HostContext::detached())
+            .expect("the no-reuse packing");
+        assert_valid_packing(&buffers, &own);
+        assert!(own.offsets == pack_bump(&buffers).offsets, "{}", own.note);
+        assert!(
+            own.note.starts_with("no-reuse packing")
+                && own.note.contains("one-pass packing of 400000 buffers")
+                && own.note.contains("option time_limit_s"),
+            "{}",
+            own.note
+        );
+        // Where the host's deadline (`--timeout`, already passed) is the nearer, the note
+        // names that limit; the host adds its own advice.
+        let now = Instant::now();
+        let by_host = ExactPacker::new(Duration::from_secs(60))
+            .pack(&buffers, &with_deadline(&now))
+            .expect("the no-reuse packing");
+        assert!(by_host.offsets == own.offsets, "{}", by_host.note);
+        assert!(
+            by_host.note.contains("by memplan's time limit")
+                && !by_host.note.contains("allow more time"),
+            "{}",
+            by_host.note
+        );
     }
 
     #[test]

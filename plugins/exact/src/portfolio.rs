@@ -112,7 +112,10 @@ use memplan_plugin_api::{
 use crate::critical::{CriticalPacking, CriticalSteps};
 use crate::greedy::SWEEP_FIRST_FROM;
 use crate::options::Techniques;
-use crate::packer::{one_pass_begun_by, one_pass_beside, return_by, ExactPacker};
+use crate::packer::{
+    no_reuse_plan, one_pass_begun_by, one_pass_beside, one_pass_would_overrun, return_by,
+    ExactPacker,
+};
 use crate::search::Deadline;
 
 /// Search time for a whole plan when `time_limit_s` is not given.
@@ -378,7 +381,16 @@ impl Packer for PortfolioPacker {
             warn_one_pass_stands_in(buffers.len(), first, &packing, bound, context);
             concluded(packing, Candidate::OnePass.name(), bound, None, context)
         };
+        // Where not even that packing would come within the allowance, the no-reuse packing
+        // does (`random:2000000:6:10000000` with 0.1 s: the one-pass packing's plan came
+        // after 0.27 s, against an allowance of 0.16 s).
+        let no_time_for_one_pass =
+            || one_pass_would_overrun(self.exact.made(), sooner, buffers.len());
+        let no_reuse = || no_reuse_plan(buffers, "portfolio", sooner < deadline, context);
         if no_time_for_more() {
+            if no_time_for_one_pass() {
+                return Ok(no_reuse());
+            }
             let (packing, (bound, first)) =
                 one_pass_beside(buffers, || (arena_lower_bound(buffers), first()));
             return Ok(one_pass_at_once(packing, bound, first));
@@ -387,6 +399,9 @@ impl Packer for PortfolioPacker {
         // With 0.5 s the same trace's plan came after 0.63 s: the bound left too little time
         // for the one-pass packing beside the first candidate.
         if no_time_for_more() {
+            if no_time_for_one_pass() {
+                return Ok(no_reuse());
+            }
             let (packing, first) = one_pass_beside(buffers, first);
             return Ok(one_pass_at_once(packing, bound, first));
         }
@@ -1343,6 +1358,7 @@ fn verdict(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use memplan_planner_kit::bump::pack_bump;
     use memplan_planner_kit::pack_greedy;
     use memplan_planner_kit::testing::{
         assert_valid_packing, buffer, generated_instance, read_minimalloc, rectangle_cut,
@@ -1870,6 +1886,26 @@ mod tests {
             .expect("packs");
         assert_one_pass_plan(&buffers, &packing);
         assert_eq!(packing.offsets, pack_one_pass(&buffers).offsets);
+    }
+
+    #[test]
+    fn a_limit_too_short_for_the_one_pass_packing_gets_the_no_reuse_packing() {
+        // 400,000 buffers with 1 ms: the one-pass packing may take 60 ms, past the 50.1 ms
+        // of allowance. The no-reuse packing comes back, with the note saying why.
+        let buffers = generated_instance("random:400000:1:400000")
+            .unwrap()
+            .unwrap();
+        let packing = PortfolioPacker::new(Duration::from_millis(1))
+            .pack(&buffers, &HostContext::detached())
+            .expect("packs");
+        assert_valid_packing(&buffers, &packing);
+        assert_eq!(packing.offsets, pack_bump(&buffers).offsets);
+        assert!(
+            packing.note.starts_with("no-reuse packing")
+                && packing.note.contains("option time_limit_s"),
+            "{}",
+            packing.note
+        );
     }
 
     #[test]
