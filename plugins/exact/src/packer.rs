@@ -366,7 +366,7 @@ fn one_pass_plan(
     begun: bool,
     context: &HostContext,
 ) -> Packing {
-    let (limit, advice) = limit_named(host_limit_binds);
+    let (limit, advice) = limit_named(host_limit_binds, "a lower plan");
     let stopped_after = started.elapsed();
     let (mut packing, bound) = one_pass_beside(buffers, || arena_lower_bound(buffers));
     let why = match begun {
@@ -381,24 +381,20 @@ fn one_pass_plan(
         "one-pass packing, {:.3} x the lower bound {bound}: {why}{advice}",
         packing.height as f64 / bound.max(1) as f64,
     );
-    let note = match advice {
-        "" => note,
-        _ => format!("{note} for a lower plan"),
-    };
     context.warn(&format!("exact: {note}"));
     packing.note = note;
     packing
 }
 
 /// How a packer's note names the time limit that stopped it (`host_limit_binds`: memplan's
-/// `--timeout`, else the planner's own), and the advice that goes with it: none for
-/// memplan's, whose message gives its own.
-fn limit_named(host_limit_binds: bool) -> (&'static str, &'static str) {
+/// `--timeout`, else the planner's own), and the advice that goes with it, to allow more time
+/// for `gain`: none for memplan's, whose message gives its own.
+fn limit_named(host_limit_binds: bool, gain: &str) -> (&'static str, String) {
     match host_limit_binds {
-        true => ("by memplan's time limit", ""),
+        true => ("by memplan's time limit", String::new()),
         false => (
             "at its time limit",
-            "; allow more time (option time_limit_s)",
+            format!("; allow more time (option time_limit_s) for {gain}"),
         ),
     }
 }
@@ -454,7 +450,7 @@ pub(crate) fn no_reuse_plan(
     host_limit_binds: bool,
     context: &HostContext,
 ) -> Packing {
-    let (limit, advice) = limit_named(host_limit_binds);
+    let (limit, advice) = limit_named(host_limit_binds, "a plan that reuses memory");
     let mut packing = pack_bump(buffers);
     let needed = ONE_PASS_SLOWEST_PER_BUFFER.saturating_mul(buffers.len() as u32);
     let note = format!(
@@ -463,10 +459,6 @@ pub(crate) fn no_reuse_plan(
         buffers.len(),
         needed.as_secs_f64(),
     );
-    let note = match advice {
-        "" => note,
-        _ => format!("{note} for a plan that reuses memory"),
-    };
     context.warn(&format!("{planner}: {note}"));
     packing.note = note;
     packing
