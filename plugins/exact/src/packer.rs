@@ -387,16 +387,14 @@ fn one_pass_plan(
 }
 
 /// How a packer's note names the time limit that stopped it (`host_limit_binds`: memplan's
-/// `--timeout`, else the planner's own), and the advice that goes with it, to allow more time
-/// for `gain`: none for memplan's, whose message gives its own.
+/// `--timeout`, else the planner's own), and the advice that goes with it: to allow more time
+/// for `gain`, by that limit (memplan says nothing of it where a plan comes back).
 fn limit_named(host_limit_binds: bool, gain: &str) -> (&'static str, String) {
-    match host_limit_binds {
-        true => ("by memplan's time limit", String::new()),
-        false => (
-            "at its time limit",
-            format!("; allow more time (option time_limit_s) for {gain}"),
-        ),
-    }
+    let (limit, raise) = match host_limit_binds {
+        true => ("by memplan's time limit", "--timeout"),
+        false => ("at its time limit", "option time_limit_s"),
+    };
+    (limit, format!("; allow more time ({raise}) for {gain}"))
 }
 
 /// The latest a planner given `buffers` buffers whose time limit counts from `made` and ends
@@ -870,8 +868,8 @@ mod tests {
                 false => "before a first greedy packing",
             };
             assert!(own.note.contains(said), "{}", own.note);
-            // The host's deadline (`--timeout`, already passed) is the nearer: the host adds
-            // its own advice.
+            // The host's deadline (`--timeout`, already passed) is the nearer: the advice
+            // names it.
             let now = Instant::now();
             let host = with_deadline(&now);
             let by_host = ExactPacker::new(Duration::from_secs(60))
@@ -880,7 +878,8 @@ mod tests {
             assert!(by_host.offsets == one_pass.offsets, "{}", by_host.note);
             assert!(
                 by_host.note.contains("by memplan's time limit")
-                    && !by_host.note.contains("allow more time"),
+                    && by_host.note.contains("allow more time (--timeout)")
+                    && !by_host.note.contains("time_limit_s"),
                 "{}",
                 by_host.note
             );
@@ -917,7 +916,7 @@ mod tests {
             own.note
         );
         // Where the host's deadline (`--timeout`, already passed) is the nearer, the note
-        // names that limit; the host adds its own advice.
+        // and its advice name that limit.
         let now = Instant::now();
         let by_host = ExactPacker::new(Duration::from_secs(60))
             .pack(&buffers, &with_deadline(&now))
@@ -925,7 +924,8 @@ mod tests {
         assert!(by_host.offsets == own.offsets, "{}", by_host.note);
         assert!(
             by_host.note.contains("by memplan's time limit")
-                && !by_host.note.contains("allow more time"),
+                && by_host.note.contains("allow more time (--timeout)")
+                && !by_host.note.contains("time_limit_s"),
             "{}",
             by_host.note
         );
