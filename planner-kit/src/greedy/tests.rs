@@ -579,6 +579,32 @@ fn crowded_point_lists_hand_over_to_the_dense_index() {
     );
 }
 
+#[test]
+fn a_few_placements_reading_most_of_the_index_do_not_hand_over_to_the_dense_one() {
+    // A chain of 50,000 short buffers, then (smallest, so placed last) 44 buffers live
+    // throughout, each reading about 50,000 entries. The first 21 of those fill a period of
+    // the watch and leave it undecided (few entries per placement over the whole chain);
+    // counted in full, the next 21 decided a period of their own, 21 placements reading a
+    // million entries between them, and the packing started over with the dense index,
+    // slower on the chain (`model:2000000:3499` took 4.5-4.7 s there instead of 0.6-1.0 s).
+    let mut buffers: Vec<Buffer> = (0..50_000u32)
+        .map(|step| buffer(16 + u64::from(step % 7) * 8, step, step + 1))
+        .collect();
+    buffers.extend((0..44).map(|_| buffer(8, 0, 50_000)));
+    let packing = pack_in::<u32>(
+        &buffers,
+        PlacementKey::for_order(Order::Size, Fit::Best),
+        rules(Fit::Best),
+        WINDOW_POINTS,
+        IndexChoice::Measured,
+        &|| false,
+    )
+    .unwrap()
+    .expect("32 bits");
+    assert_eq!(LAST_INDEX.get(), IndexChoice::PointLists);
+    assert_valid_packing(&buffers, &packing);
+}
+
 fn pack_greedy_with(buffers: &[Buffer], index: IndexChoice) -> Packing {
     pack_in::<u64>(
         buffers,
