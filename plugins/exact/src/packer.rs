@@ -868,22 +868,26 @@ mod tests {
                 false => "before a first greedy packing",
             };
             assert!(own.note.contains(said), "{}", own.note);
-            // The host's deadline (`--timeout`, already passed) is the nearer: the advice
-            // names it.
-            let now = Instant::now();
-            let host = with_deadline(&now);
-            let by_host = ExactPacker::new(Duration::from_secs(60))
-                .pack(&buffers, &host)
-                .expect("the one-pass packing");
+            let by_host = packed_after_the_host_deadline(&buffers);
             assert!(by_host.offsets == one_pass.offsets, "{}", by_host.note);
-            assert!(
-                by_host.note.contains("by memplan's time limit")
-                    && by_host.note.contains("allow more time (--timeout)")
-                    && !by_host.note.contains("time_limit_s"),
-                "{}",
-                by_host.note
-            );
         }
+    }
+
+    /// `buffers` packed by `exact` with 60 s where the host's deadline (`--timeout`) has
+    /// passed: the nearer limit. Asserts that the note names that limit, and advises it.
+    fn packed_after_the_host_deadline(buffers: &[Buffer]) -> Packing {
+        let now = Instant::now();
+        let by_host = ExactPacker::new(Duration::from_secs(60))
+            .pack(buffers, &with_deadline(&now))
+            .expect("a fallback packing");
+        assert!(
+            by_host.note.contains("by memplan's time limit")
+                && by_host.note.contains("allow more time (--timeout)")
+                && !by_host.note.contains("time_limit_s"),
+            "{}",
+            by_host.note
+        );
+        by_host
     }
 
     #[test]
@@ -915,20 +919,8 @@ mod tests {
             "{}",
             own.note
         );
-        // Where the host's deadline (`--timeout`, already passed) is the nearer, the note
-        // and its advice name that limit.
-        let now = Instant::now();
-        let by_host = ExactPacker::new(Duration::from_secs(60))
-            .pack(&buffers, &with_deadline(&now))
-            .expect("the no-reuse packing");
+        let by_host = packed_after_the_host_deadline(&buffers);
         assert!(by_host.offsets == own.offsets, "{}", by_host.note);
-        assert!(
-            by_host.note.contains("by memplan's time limit")
-                && by_host.note.contains("allow more time (--timeout)")
-                && !by_host.note.contains("time_limit_s"),
-            "{}",
-            by_host.note
-        );
     }
 
     #[test]
