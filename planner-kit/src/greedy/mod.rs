@@ -773,12 +773,15 @@ impl Crowding {
     /// Entries per placement (all placements) from which the dense index is faster
     /// (measured with the model-like traces of `pack_bench`, where it is not).
     const DENSE_FROM_PER_PLACEMENT: u64 = 256;
-    /// The most entries one placement counts for: a model's few tensors live throughout,
-    /// placed one after another (smallest last), each read millions of entries at 2,000,000
-    /// buffers. Counted in full, each decided a period alone, the one placement in it, and
-    /// the packing started over with the dense index, which is several times slower on the
-    /// rest of such a trace (`model:2000000:3499`: 4.5-4.7 s, where 1,900,000 buffers of the
-    /// same generator took 0.64 s).
+    /// The most entries one placement counts for. A model's few tensors live throughout are
+    /// placed one after another (smallest last), and at 2,000,000 buffers each read millions
+    /// of entries. Counted in full, one of them filled a period of the watch by itself, right
+    /// after the one before had ended the last period, and the packing started over with the
+    /// dense index, several times slower on the rest of such a trace (`model:2000000:3499`:
+    /// 4.5-4.7 s, where 1,900,000 buffers of the same generator took 0.64 s). The cost: where
+    /// fewer than a quarter of the placements read many entries and the rest few (counted,
+    /// they average below DENSE_FROM_PER_PLACEMENT), the packing stays on the point lists,
+    /// though each of those placements reads all its entries there.
     const MOST_PER_PLACEMENT: u64 = 4 * Crowding::DENSE_FROM_PER_PLACEMENT;
 }
 
