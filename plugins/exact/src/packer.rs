@@ -421,9 +421,14 @@ fn allowance(made: Instant, sooner: Instant) -> Duration {
 /// [`ONE_PASS_SLOWEST_PER_BUFFER`] from now is past its end. The no-reuse packing
 /// ([`no_reuse_plan`]) then stands in.
 pub(crate) fn one_pass_would_overrun(made: Instant, sooner: Instant, count: usize) -> bool {
-    let needed = ONE_PASS_SLOWEST_PER_BUFFER.saturating_mul(count as u32);
     let end = sooner.checked_add(allowance(made, sooner));
-    end.is_none_or(|end| Instant::now() + needed > end)
+    end.is_none_or(|end| Instant::now() + one_pass_at_the_slowest(count) > end)
+}
+
+/// What [`one_pass_would_overrun`] reckons the one-pass packing of `count` buffers may take
+/// ([`ONE_PASS_SLOWEST_PER_BUFFER`] each), and the no-reuse packing's note says.
+fn one_pass_at_the_slowest(count: usize) -> Duration {
+    ONE_PASS_SLOWEST_PER_BUFFER.saturating_mul(count as u32)
 }
 
 /// Time [`one_pass_would_overrun`] takes the one-pass packing to need per buffer, with the
@@ -450,12 +455,11 @@ pub(crate) fn no_reuse_plan(
 ) -> Packing {
     let (limit, advice) = limit_named(host_limit_binds, "a plan that reuses memory");
     let mut packing = pack_bump(buffers);
-    let needed = ONE_PASS_SLOWEST_PER_BUFFER.saturating_mul(buffers.len() as u32);
     let note = format!(
         "no-reuse packing (every buffer its own bytes): too little time was left {limit} for \
          even the one-pass packing of {} buffers (up to {:.2} s){advice}",
         buffers.len(),
-        needed.as_secs_f64(),
+        one_pass_at_the_slowest(buffers.len()).as_secs_f64(),
     );
     context.warn(&format!("{planner}: {note}"));
     packing.note = note;
