@@ -81,6 +81,7 @@ use memplan_planner_kit::plan_with_packer;
 use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanRequest, Planner};
 
 pub mod bands;
+mod core_share;
 pub mod critical;
 pub mod greedy;
 pub mod merge;

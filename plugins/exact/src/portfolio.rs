@@ -94,7 +94,7 @@ use std::time::{Duration, Instant};
 
 use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use memplan_planner_kit::threads::{join_asking, join_or_resume};
@@ -109,6 +109,7 @@ use memplan_plugin_api::{
     HostContext, LogLevel, MemoryPlan, PlanError, PlanErrorKind, PlanRequest, Planner,
 };
 
+use crate::core_share::CoreShare;
 use crate::critical::{CriticalPacking, CriticalSteps};
 use crate::greedy::SWEEP_FIRST_FROM;
 use crate::options::Techniques;
@@ -685,11 +686,12 @@ impl PortfolioPacker {
     /// candidates after the first stop as they would for the second reaching it.
     ///
     /// `insurance`, if given, insures the first candidate against running past the limit:
-    /// where it is not done at `insurance.from`, a third thread makes the one-pass packing
+    /// where it is not done at `insurance.from` (sooner where the first candidate has less
+    /// than a core: `Insurance::begins_with_share`), a third thread makes the one-pass packing
     /// (called off once the first candidate completes; made at once where the first stops
-    /// without completing; the other thread stops then where `one_pass_halts_the_other`),
-    /// and once that packing is made and `insurance.until` has come the first candidate
-    /// stops. Where `insurance.from` has come before the call, the other
+    /// without completing; the other thread stops then where `one_pass_halts_the_other` or
+    /// other work shares the cores), and once `insurance.until` has come the first candidate
+    /// waits for that packing and stops. Where `insurance.from` has come before the call, the other
     /// thread stays idle (see `short`). The one-pass packing comes back only where the first
     /// candidate did not complete. Where the first is a sweep the time left does not allow on
     /// one core ([`first_sweep_needs_both_cores`]), it packs on both, and the other thread
@@ -771,11 +773,36 @@ impl PortfolioPacker {
         // insurance; `insured` once the insurance's packing is made.
         let first_done = AtomicBool::new(false);
         let insured = AtomicBool::new(false);
+        // The share of a core this thread has had since the packing began, in thousandths
+        // (0 until known): published before the threads start and as the first candidate
+        // packs, for the insurance to begin sooner where other work shares the cores.
+        let first_share = AtomicU32::new(0);
+        let publish_share = || {
+            let core = insurance.and_then(|insurance| insurance.core);
+            if let Some(share) = core.and_then(|core| core.since_start(SHARE_WINDOW)) {
+                first_share.store((share * 1000.0).max(1.0) as u32, Ordering::Relaxed);
+            }
+        };
+        publish_share();
+        // Set once the insurance is over (its packing made, or not to be made), however it
+        // ends; it then wakes this thread.
+        let insurance_over = AtomicBool::new(false);
         let first_stop = || {
-            asked()
-                || insurance.is_some_and(|insurance| {
-                    insured.load(Ordering::Acquire) && Instant::now() >= insurance.until
-                })
+            publish_share();
+            if asked() {
+                return true;
+            }
+            if insurance.is_none_or(|insurance| Instant::now() < insurance.until) {
+                return false;
+            }
+            // Past `until` the first candidate waits for the insurance's packing, which then
+            // has this core too, and stops once it is made. Packing on, it slowed that
+            // packing down where other work shared the cores: with two busy processes beside
+            // it, 9 runs of 15 on 2,000,000-buffer traces with 1 s went past the allowance.
+            while !insurance_over.load(Ordering::Acquire) && !asked() {
+                std::thread::park_timeout(SHARE_WINDOW / 4);
+            }
+            insured.load(Ordering::Acquire) || asked()
         };
         let (beside_result, insured_packing) = std::thread::scope(|scope| {
             // The other thread wakes this one when it is done, so that waiting for it costs
@@ -811,19 +838,33 @@ impl PortfolioPacker {
             });
             let insurer = insurance.map(|insurance| {
                 let (first_done, first_completed) = (&first_done, &first_completed);
-                let (insured, race) = (&insured, &race);
+                let (insured, race, first_share) = (&insured, &race, &first_share);
+                let insurance_over = &insurance_over;
+                let first_thread = std::thread::current();
                 scope.spawn(move || {
+                    let _over = OnDrop(|| {
+                        insurance_over.store(true, Ordering::Release);
+                        first_thread.unpark();
+                    });
                     // Asleep until `from`, or until the first candidate is done: where it did
                     // not complete (the host asked to stop) its stand-in is made at once.
-                    while !first_done.load(Ordering::Acquire) && Instant::now() < insurance.from {
+                    // `from` comes sooner where the first candidate has less than a core.
+                    let from = || {
+                        let share = first_share.load(Ordering::Relaxed);
+                        insurance.begins_with_share(f64::from(share) / 1000.0)
+                    };
+                    while !first_done.load(Ordering::Acquire) && Instant::now() < from() {
                         std::thread::park_timeout(
-                            insurance.from.saturating_duration_since(Instant::now()),
+                            from()
+                                .saturating_duration_since(Instant::now())
+                                .min(SHARE_WINDOW / 2),
                         );
                     }
                     if first_completed.load(Ordering::Acquire) {
                         return None;
                     }
-                    if one_pass_halts_the_other(buffers) {
+                    let shared = Insurance::shared(first_share.load(Ordering::Relaxed));
+                    if shared || one_pass_halts_the_other(buffers) {
                         race.stop_other.store(true, Ordering::Relaxed);
                     }
                     let packing =
@@ -874,7 +915,12 @@ impl PortfolioPacker {
         let until = return_by(made, sooner, buffers.len());
         let one_pass = ONE_PASS_TIME_PER_BUFFER.saturating_mul(buffers.len() as u32);
         let from = until.checked_sub(one_pass).unwrap_or(made);
-        Some(Insurance { from, until })
+        Some(Insurance {
+            from,
+            until,
+            made,
+            core: CoreShare::start(),
+        })
     }
 }
 
@@ -896,6 +942,28 @@ impl PortfolioPacker {
 /// the first sweep of `random:2000000:221:500000` was stopped on 5 runs of 10 instead of 2
 /// (1.2922 x the bound instead of 1.0106), and no run went past the allowance either way.
 pub const ONE_PASS_TIME_PER_BUFFER: Duration = Duration::from_nanos(300);
+
+/// Calls its function when dropped, also where a panic unwinds past it.
+struct OnDrop<F: FnMut()>(F);
+
+impl<F: FnMut()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        (self.0)();
+    }
+}
+
+/// How long the packing must have run before its thread's share of a core is taken as known
+/// (see `Insurance::begins_with_share`); the insurance looks at it twice as often.
+const SHARE_WINDOW: Duration = Duration::from_millis(20);
+
+/// A share of a core from which the first candidate counts as having a core of its own: on
+/// the calm machine its thread had 0.96-1.0 of one before the insurance began (0.78-0.96
+/// after, the one-pass packing being a third thread on two cores); with two busy processes
+/// beside it, 0.5-0.8.
+const CALM_SHARE: f64 = 0.8;
+
+/// The least share of a core the insurance reckons with.
+const MIN_SHARE: f64 = 0.25;
 
 /// Time an arena's first sweep ([`LARGE_FIRST_SWEEP`]) is taken to need per buffer alone on
 /// a core: it took 435-520 ns on random lifetimes of 1,500,000-2,000,000 buffers over
@@ -933,6 +1001,10 @@ struct Insurance {
     from: Instant,
     /// The first candidate stops then, once the one-pass packing is made.
     until: Instant,
+    /// Nothing begins before this (the packer's making).
+    made: Instant,
+    /// The packing thread's CPU time when the packing began.
+    core: Option<CoreShare>,
 }
 
 /// Whether the other thread (the critical-step search, candidates) stops once the one-pass
@@ -950,6 +1022,32 @@ fn one_pass_halts_the_other(buffers: &[Buffer]) -> bool {
 }
 
 impl Insurance {
+    /// Whether the first candidate's share of a core, in thousandths (0: not known), is
+    /// below [`CALM_SHARE`]: other work shares the cores. The other thread then stops once
+    /// the one-pass packing begins, whatever the trace, leaving its core to that packing.
+    fn shared(thousandths: u32) -> bool {
+        thousandths > 0 && f64::from(thousandths) / 1000.0 < CALM_SHARE
+    }
+
+    /// When the one-pass packing begins where the first candidate has had `share` of a core
+    /// since the packing began (0: not yet known): `from`, where the share is unknown or from
+    /// [`CALM_SHARE`] up; else as long before `until` as the packing takes on a calm machine
+    /// (`until - from`) divided by the share squared, and never before the packer's making.
+    /// Squared, as measured: with two busy processes beside it on the 2-core machine the
+    /// packing of 2,000,000-buffer traces took 0.63-1.08 s where the first candidate had had
+    /// 0.5-0.7 of a core, against 0.30-0.45 s on a calm machine (the packing gets no more of
+    /// a core than the first candidate, and its memory traffic shares the caches with theirs).
+    fn begins_with_share(&self, share: f64) -> Instant {
+        if share <= 0.0 || share >= CALM_SHARE {
+            return self.from;
+        }
+        let one_pass = self.until.saturating_duration_since(self.from);
+        let share = share.max(MIN_SHARE);
+        self.until
+            .checked_sub(one_pass.div_f64(share * share))
+            .map_or(self.made, |from| from.max(self.made))
+    }
+
     /// Whether the one-pass packing of `count` buffers, begun now, would not be done by
     /// `until` even alone on a core ([`ONE_PASS_ALONE_PER_BUFFER`]): then nothing else is to
     /// run before or beside it.
@@ -1817,6 +1915,48 @@ mod tests {
         );
     }
 
+    /// An insurance from `from` to `until`, made at the sooner of `from` and now, with no
+    /// share of a core known (as on a calm machine).
+    fn insurance_of(from: Instant, until: Instant) -> Insurance {
+        Insurance {
+            from,
+            until,
+            made: from.min(Instant::now()),
+            core: None,
+        }
+    }
+
+    #[test]
+    fn the_insurance_begins_sooner_where_the_first_candidate_has_less_than_a_core() {
+        let now = Instant::now();
+        let ms = Duration::from_millis;
+        let insurance = Insurance {
+            from: now + ms(600),
+            until: now + ms(1000),
+            made: now,
+            core: None,
+        };
+        // Unknown, or a calm machine's share: `from` as reckoned for a core of its own.
+        for share in [0.0, CALM_SHARE, 0.95, 1.0] {
+            assert_eq!(insurance.begins_with_share(share), now + ms(600), "{share}");
+        }
+        // The 400 ms the packing takes on a core grow by the square of the share.
+        assert_eq!(
+            insurance.begins_with_share(0.79),
+            now + ms(1000) - ms(400).div_f64(0.6241)
+        );
+        assert_eq!(
+            insurance.begins_with_share(0.7),
+            now + ms(1000) - ms(400).div_f64(0.49)
+        );
+        // Half a core: 1.6 s, more than is left, so at once (never before the packer's
+        // making); the least share reckoned with is MIN_SHARE.
+        assert_eq!(insurance.begins_with_share(0.5), now);
+        assert_eq!(insurance.begins_with_share(0.01), now);
+        assert!(Insurance::shared(500) && Insurance::shared(799));
+        assert!(!Insurance::shared(0) && !Insurance::shared(800) && !Insurance::shared(1000));
+    }
+
     #[test]
     fn the_one_pass_packing_stands_in_only_for_a_first_candidate_that_did_not_complete() {
         // The insurance starts at once but the first candidate has 30 s to complete: its
@@ -1826,10 +1966,7 @@ mod tests {
         let bound = arena_lower_bound(&buffers);
         let candidates = Candidate::for_arena(&buffers);
         let now = Instant::now();
-        let insurance = Insurance {
-            from: now,
-            until: now + Duration::from_secs(30),
-        };
+        let insurance = insurance_of(now, now + Duration::from_secs(30));
         let (done, _, insured) = packer(30.0).run_candidates(
             &candidates,
             &buffers,
@@ -1843,10 +1980,7 @@ mod tests {
         assert!(insured.is_none());
         // Where the insurance's packing is made and its time has come, the first candidate
         // stops and the one-pass packing comes back in its place.
-        let insurance = Insurance {
-            from: now,
-            until: now,
-        };
+        let insurance = insurance_of(now, now);
         let buffers = generated_instance("random:200000:1:200000")
             .unwrap()
             .unwrap();
@@ -1868,10 +2002,7 @@ mod tests {
     #[test]
     fn the_one_pass_packing_is_made_at_once_only_where_it_alone_has_no_more_time() {
         let now = Instant::now();
-        let until = |ms: u64| Insurance {
-            from: now,
-            until: now + Duration::from_millis(ms),
-        };
+        let until = |ms: u64| insurance_of(now, now + Duration::from_millis(ms));
         // 200 ns per buffer: 1,000,000 buffers need 0.2 s.
         assert!(until(150).leaves_the_one_pass_no_time(1_000_000));
         assert!(!until(2_000).leaves_the_one_pass_no_time(1_000_000));
@@ -1933,10 +2064,10 @@ mod tests {
         // `short`).
         let run = |candidates: &[Candidate], beside: &CriticalBeside<'_>| {
             let now = Instant::now();
-            let insurance = Insurance {
-                from: now + Duration::from_millis(10),
-                until: now + Duration::from_millis(10),
-            };
+            let insurance = insurance_of(
+                now + Duration::from_millis(10),
+                now + Duration::from_millis(10),
+            );
             made.run_candidates(
                 candidates,
                 &buffers,
