@@ -13,6 +13,7 @@ use memplan_planner_kit::{
 };
 use memplan_plugin_api::{HostContext, PlanError};
 
+use crate::core_share::CoreShare;
 use crate::greedy;
 use crate::options::{ExactOptions, Goal, Techniques, DEFAULT_TIME_LIMIT};
 use crate::problem::Problem;
@@ -26,6 +27,8 @@ pub struct ExactPacker {
     deadline: Instant,
     /// When the packer was made: its time limit counts from here.
     made: Instant,
+    /// The making thread's CPU time then, for the share of a core it has had since.
+    core: Option<CoreShare>,
     goal: Goal,
     techniques: Techniques,
 }
@@ -39,6 +42,7 @@ impl ExactPacker {
                 .checked_add(time_limit)
                 .unwrap_or(now + DEFAULT_TIME_LIMIT * 1000),
             made: now,
+            core: CoreShare::start(),
             goal: Goal::Smallest,
             techniques: Techniques::ALL,
         }
@@ -67,6 +71,12 @@ impl ExactPacker {
     /// When it was made: its time limit counts from here.
     pub fn made(&self) -> Instant {
         self.made
+    }
+
+    /// The share of a core the thread that made it has had since, asked on that thread (the
+    /// host's, which plans on it): 0 where not known (see [`CoreShare::share`]).
+    pub(crate) fn core_share(&self) -> f64 {
+        self.core.map_or(0.0, |core| core.share())
     }
 }
 

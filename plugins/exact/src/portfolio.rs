@@ -109,7 +109,7 @@ use memplan_plugin_api::{
     HostContext, LogLevel, MemoryPlan, PlanError, PlanErrorKind, PlanRequest, Planner,
 };
 
-use crate::core_share::CoreShare;
+use crate::core_share::{on_share, shares_the_cores, SHARE_WINDOW};
 use crate::critical::{CriticalPacking, CriticalSteps};
 use crate::greedy::SWEEP_FIRST_FROM;
 use crate::options::Techniques;
@@ -773,13 +773,13 @@ impl PortfolioPacker {
         // insurance; `insured` once the insurance's packing is made.
         let first_done = AtomicBool::new(false);
         let insured = AtomicBool::new(false);
-        // The share of a core this thread has had since the packing began, in thousandths
+        // The share of a core this thread has had since the packer's making, in thousandths
         // (0 until known): published before the threads start and as the first candidate
         // packs, for the insurance to begin sooner where other work shares the cores.
         let first_share = AtomicU32::new(0);
         let publish_share = || {
-            let core = insurance.and_then(|insurance| insurance.core);
-            if let Some(share) = core.and_then(|core| core.since_start(SHARE_WINDOW)) {
+            let share = self.exact.core_share();
+            if share > 0.0 {
                 first_share.store((share * 1000.0).max(1.0) as u32, Ordering::Relaxed);
             }
         };
@@ -863,8 +863,8 @@ impl PortfolioPacker {
                     if first_completed.load(Ordering::Acquire) {
                         return None;
                     }
-                    let shared = Insurance::shared(first_share.load(Ordering::Relaxed));
-                    if shared || one_pass_halts_the_other(buffers) {
+                    let share = f64::from(first_share.load(Ordering::Relaxed)) / 1000.0;
+                    if shares_the_cores(share) || one_pass_halts_the_other(buffers) {
                         race.stop_other.store(true, Ordering::Relaxed);
                     }
                     let packing =
@@ -915,12 +915,7 @@ impl PortfolioPacker {
         let until = return_by(made, sooner, buffers.len());
         let one_pass = ONE_PASS_TIME_PER_BUFFER.saturating_mul(buffers.len() as u32);
         let from = until.checked_sub(one_pass).unwrap_or(made);
-        Some(Insurance {
-            from,
-            until,
-            made,
-            core: CoreShare::start(),
-        })
+        Some(Insurance { from, until, made })
     }
 }
 
@@ -951,19 +946,6 @@ impl<F: FnMut()> Drop for OnDrop<F> {
         (self.0)();
     }
 }
-
-/// How long the packing must have run before its thread's share of a core is taken as known
-/// (see `Insurance::begins_with_share`); the insurance looks at it twice as often.
-const SHARE_WINDOW: Duration = Duration::from_millis(20);
-
-/// A share of a core from which the first candidate counts as having a core of its own: on
-/// the calm machine its thread had 0.96-1.0 of one before the insurance began (0.78-0.96
-/// after, the one-pass packing being a third thread on two cores); with two busy processes
-/// beside it, 0.5-0.8.
-const CALM_SHARE: f64 = 0.8;
-
-/// The least share of a core the insurance reckons with.
-const MIN_SHARE: f64 = 0.25;
 
 /// Time an arena's first sweep ([`LARGE_FIRST_SWEEP`]) is taken to need per buffer alone on
 /// a core: it took 435-520 ns on random lifetimes of 1,500,000-2,000,000 buffers over
@@ -1003,8 +985,6 @@ struct Insurance {
     until: Instant,
     /// Nothing begins before this (the packer's making).
     made: Instant,
-    /// The packing thread's CPU time when the packing began.
-    core: Option<CoreShare>,
 }
 
 /// Whether the other thread (the critical-step search, candidates) stops once the one-pass
@@ -1022,29 +1002,14 @@ fn one_pass_halts_the_other(buffers: &[Buffer]) -> bool {
 }
 
 impl Insurance {
-    /// Whether the first candidate's share of a core, in thousandths (0: not known), is
-    /// below [`CALM_SHARE`]: other work shares the cores. The other thread then stops once
-    /// the one-pass packing begins, whatever the trace, leaving its core to that packing.
-    fn shared(thousandths: u32) -> bool {
-        thousandths > 0 && f64::from(thousandths) / 1000.0 < CALM_SHARE
-    }
-
-    /// When the one-pass packing begins where the first candidate has had `share` of a core
-    /// since the packing began (0: not yet known): `from`, where the share is unknown or from
-    /// [`CALM_SHARE`] up; else as long before `until` as the packing takes on a calm machine
-    /// (`until - from`) divided by the share squared, and never before the packer's making.
-    /// Squared, as measured: with two busy processes beside it on the 2-core machine the
-    /// packing of 2,000,000-buffer traces took 0.63-1.08 s where the first candidate had had
-    /// 0.5-0.7 of a core, against 0.30-0.45 s on a calm machine (the packing gets no more of
-    /// a core than the first candidate, and its memory traffic shares the caches with theirs).
+    /// When the one-pass packing begins where the first candidate's thread has had `share`
+    /// of a core since the packer's making (0: not yet known): as long before `until` as it
+    /// takes on that share ([`on_share`]: `until - from` on a calm machine, where the other
+    /// thread stops once it begins, see `run_candidates`), and never before the making.
     fn begins_with_share(&self, share: f64) -> Instant {
-        if share <= 0.0 || share >= CALM_SHARE {
-            return self.from;
-        }
-        let one_pass = self.until.saturating_duration_since(self.from);
-        let share = share.max(MIN_SHARE);
+        let one_pass = on_share(self.until.saturating_duration_since(self.from), share);
         self.until
-            .checked_sub(one_pass.div_f64(share * share))
+            .checked_sub(one_pass)
             .map_or(self.made, |from| from.max(self.made))
     }
 
@@ -1915,14 +1880,12 @@ mod tests {
         );
     }
 
-    /// An insurance from `from` to `until`, made at the sooner of `from` and now, with no
-    /// share of a core known (as on a calm machine).
+    /// An insurance from `from` to `until`, made at the sooner of `from` and now.
     fn insurance_of(from: Instant, until: Instant) -> Insurance {
         Insurance {
             from,
             until,
             made: from.min(Instant::now()),
-            core: None,
         }
     }
 
@@ -1930,31 +1893,19 @@ mod tests {
     fn the_insurance_begins_sooner_where_the_first_candidate_has_less_than_a_core() {
         let now = Instant::now();
         let ms = Duration::from_millis;
-        let insurance = Insurance {
-            from: now + ms(600),
-            until: now + ms(1000),
-            made: now,
-            core: None,
-        };
+        let insurance = insurance_of(now + ms(600), now + ms(1000));
         // Unknown, or a calm machine's share: `from` as reckoned for a core of its own.
-        for share in [0.0, CALM_SHARE, 0.95, 1.0] {
+        for share in [0.0, 0.95, 1.0] {
             assert_eq!(insurance.begins_with_share(share), now + ms(600), "{share}");
         }
         // The 400 ms the packing takes on a core grow by the square of the share.
-        assert_eq!(
-            insurance.begins_with_share(0.79),
-            now + ms(1000) - ms(400).div_f64(0.6241)
-        );
-        assert_eq!(
-            insurance.begins_with_share(0.7),
-            now + ms(1000) - ms(400).div_f64(0.49)
-        );
+        let on_share_of = |share: f64| now + ms(1000) - ms(400).div_f64(share * share);
+        assert_eq!(insurance.begins_with_share(0.79), on_share_of(0.79));
+        assert_eq!(insurance.begins_with_share(0.7), on_share_of(0.7));
         // Half a core: 1.6 s, more than is left, so at once (never before the packer's
-        // making); the least share reckoned with is MIN_SHARE.
-        assert_eq!(insurance.begins_with_share(0.5), now);
-        assert_eq!(insurance.begins_with_share(0.01), now);
-        assert!(Insurance::shared(500) && Insurance::shared(799));
-        assert!(!Insurance::shared(0) && !Insurance::shared(800) && !Insurance::shared(1000));
+        // making).
+        assert_eq!(insurance.begins_with_share(0.5), insurance.made);
+        assert_eq!(insurance.begins_with_share(0.01), insurance.made);
     }
 
     #[test]
