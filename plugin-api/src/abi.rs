@@ -208,7 +208,7 @@ pub fn scratch_order(memories: &[MemoryRequest]) -> Vec<u32> {
 
 /// One arena of a plan: a contiguous block of one memory with one role.
 #[repr(C)]
-#[derive(StableAbi, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(StableAbi, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Arena {
     pub role: ArenaRole,
     /// Index of the memory the arena lives in at run time.
@@ -223,7 +223,7 @@ pub struct Arena {
 
 /// Where a tensor lives: which arena (by role, memory and source memory) and at what offset.
 #[repr(C)]
-#[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Binding {
     pub role: ArenaRole,
     pub memory: u32,
@@ -233,7 +233,7 @@ pub struct Binding {
 
 /// The placement of one tensor.
 #[repr(C)]
-#[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Allocation {
     /// Index of the tensor in the request.
     pub tensor: u32,
