@@ -13,7 +13,7 @@
 //!   row says so: a planner must return its best plan so far when its time is up.
 //!
 //! Every run of a planner must give the same plan, unless a run was stopped by its time limit
-//! (a search the clock stops may end elsewhere each time: the row then gives the first run's
+//! (a search the clock stops may end elsewhere each time: the row then gives the last run's
 //! height and the range over the runs); a planner that does not is reported as failed. That
 //! plan is then checked, outside the timed runs, with the same checker as `memplan plan` (and
 //! so is every other plan a time-limited run gave): a plan the checker rejects fails its row (exit 3 when it is the first
@@ -58,7 +58,7 @@ pub struct Measurement {
     /// The time the planner was given, when one is known ([`time_limit`]).
     pub limit: Option<Duration>,
     /// The lowest and highest height over the runs, when they differ: only a planner stopped
-    /// by its time limit may give different plans (`height` is the first run's).
+    /// by its time limit may give different plans (`height` is the last run's).
     pub height_range: Option<(u64, u64)>,
     pub runs: u32,
 }
