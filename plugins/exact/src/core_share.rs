@@ -14,10 +14,10 @@ pub(crate) const SHARE_WINDOW: Duration = Duration::from_millis(20);
 /// A share of a core from which a thread counts as having a core of its own: on the calm
 /// machine the portfolio's thread had 0.96-1.0 of one (0.78-0.96 while the one-pass packing
 /// ran as a third thread on two cores); with two busy processes beside it, 0.5-0.8.
-pub(crate) const CALM_SHARE: f64 = 0.8;
+const CALM_SHARE: f64 = 0.8;
 
 /// The least share of a core reckoned with.
-pub(crate) const MIN_SHARE: f64 = 0.25;
+const MIN_SHARE: f64 = 0.25;
 
 /// The calling thread's CPU time and the wall clock at a start ([`CoreShare::start`]).
 #[derive(Clone, Copy, Debug)]
@@ -38,8 +38,9 @@ impl CoreShare {
     }
 
     /// The share of a core the thread that called [`CoreShare::start`] has had since, from
-    /// 0.001 to 1, asked on that thread; 0 (not known) on another thread, before [`SHARE_WINDOW`]
-    /// has passed (too short a time to tell), or where its CPU time cannot be read.
+    /// 0.001 to 1, asked on that thread; 0 (not known) on another thread, before
+    /// [`SHARE_WINDOW`] has passed (too short a time to tell), or where its CPU time cannot be
+    /// read.
     pub(crate) fn share(&self) -> f64 {
         let wall = self.wall.elapsed();
         if wall < SHARE_WINDOW || std::thread::current().id() != self.thread {

@@ -691,8 +691,8 @@ impl PortfolioPacker {
     /// (called off once the first candidate completes; made at once where the first stops
     /// without completing; the other thread stops then where `one_pass_halts_the_other` or
     /// other work shares the cores), and once `insurance.until` has come the first candidate
-    /// waits for that packing and stops. Where `insurance.from` has come before the call, the other
-    /// thread stays idle (see `short`). The one-pass packing comes back only where the first
+    /// waits for that packing and stops. Where `insurance.from` has come before the call, the
+    /// other thread stays idle (see `short`). The one-pass packing comes back only where the first
     /// candidate did not complete. Where the first is a sweep the time left does not allow on
     /// one core ([`first_sweep_needs_both_cores`]), it packs on both, and the other thread
     /// begins once it is done.
@@ -981,7 +981,8 @@ struct Insurance {
     /// A third thread starts the one-pass packing then, where the first candidate is not
     /// done.
     from: Instant,
-    /// The first candidate stops then, once the one-pass packing is made.
+    /// From then the first candidate waits for the one-pass packing, and stops once it is
+    /// made.
     until: Instant,
     /// Nothing begins before this (the packer's making).
     made: Instant,
