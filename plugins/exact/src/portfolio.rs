@@ -379,7 +379,8 @@ impl Packer for PortfolioPacker {
         // the lifetimes: 5-8 ms at 2,000,000 buffers).
         let first = || Candidate::for_arena(buffers)[0];
         let one_pass_at_once = |packing: Packing, bound: u64, first: Candidate| {
-            warn_one_pass_stands_in(buffers.len(), first, &packing, bound, context);
+            let share = self.exact.core_share();
+            warn_one_pass_stands_in(buffers.len(), first, &packing, bound, share, context);
             concluded(packing, Candidate::OnePass.name(), bound, None, context)
         };
         // Where not even that packing would come within the allowance, the no-reuse packing
@@ -463,12 +464,17 @@ impl Packer for PortfolioPacker {
         // insurance, else here where no other candidate completed either (a fraction of a
         // sweep's time; the host's grace is a second at least).
         let mut candidates = candidates;
+        // The share of a core is the one the insurance began on: measured after it, the
+        // insurance's own thread would count as other work.
         let stand_in = match insured {
-            Some(packing) => Some(packing),
-            None => greedy.is_empty().then(|| pack_one_pass(buffers)),
+            Some(insured) => Some(insured),
+            None => greedy
+                .is_empty()
+                .then(|| (pack_one_pass(buffers), self.exact.core_share())),
         };
-        if let Some(packing) = stand_in {
-            warn_one_pass_stands_in(buffers.len(), candidates[0], &packing, bound, context);
+        if let Some((packing, share)) = stand_in {
+            let first = candidates[0];
+            warn_one_pass_stands_in(buffers.len(), first, &packing, bound, share, context);
             candidates.push(Candidate::OnePass);
             greedy.push((candidates.len() - 1, packing));
         }
@@ -643,15 +649,36 @@ fn warn_one_pass_stands_in(
     first: Candidate,
     packing: &Packing,
     bound: u64,
+    share: f64,
     context: &HostContext,
 ) {
-    context.warn(&format!(
+    context.warn(&one_pass_stands_in(count, first, packing, bound, share));
+}
+
+/// [`warn_one_pass_stands_in`]'s warning, which says where other work shared the cores (the
+/// planner's thread had `share` of a core: [`shares_the_cores`]), as a reason the first
+/// packing was not done that more time may not remedy.
+fn one_pass_stands_in(
+    count: usize,
+    first: Candidate,
+    packing: &Packing,
+    bound: u64,
+    share: f64,
+) -> String {
+    let shared = match shares_the_cores(share) {
+        true => format!(
+            "; other work shared the cores (this planner's thread had {:.0} % of one)",
+            share * 100.0
+        ),
+        false => String::new(),
+    };
+    format!(
         "portfolio: the time left was too short for a first packing of {count} buffers ({}); \
-         a one-pass packing ({:.3} x the lower bound {bound}) stands in for it: allow more \
-         time (option time_limit_s, --timeout) for a lower plan",
+         a one-pass packing ({:.3} x the lower bound {bound}) stands in for it{shared}: allow \
+         more time (option time_limit_s, --timeout) for a lower plan",
         first.name(),
         packing.height as f64 / bound.max(1) as f64,
-    ));
+    )
 }
 
 /// `packing` with the portfolio's note ([`verdict`]), logged.
@@ -871,7 +898,7 @@ impl PortfolioPacker {
                         pack_one_pass_until(buffers, &|| first_completed.load(Ordering::Relaxed))
                             .ok();
                     insured.store(packing.is_some(), Ordering::Release);
-                    packing
+                    packing.map(|packing| (packing, share))
                 })
             });
             work(0, &first_stop);
@@ -1028,11 +1055,12 @@ type CriticalBeside<'a> =
     dyn Fn(&HostContext, &AtomicBool) -> (CriticalSteps, Option<CriticalPacking>) + Sync + 'a;
 
 /// The candidates that completed (index, packing), what ran beside them, and the one-pass
-/// packing where it stands in for the first candidate.
+/// packing where it stands in for the first candidate, with the share of a core the first
+/// candidate's thread had had when that packing began (0: not known).
 type CandidatesRun = (
     Vec<(usize, Packing)>,
     Option<(CriticalSteps, Option<CriticalPacking>)>,
-    Option<Packing>,
+    Option<(Packing, f64)>,
 );
 
 /// One cheap packing the portfolio tries before searching.
@@ -1891,6 +1919,33 @@ mod tests {
     }
 
     #[test]
+    fn the_one_pass_warning_says_where_other_work_shared_the_cores() {
+        let packing = Packing {
+            offsets: vec![0],
+            height: 1371,
+            note: String::new(),
+        };
+        let first = Candidate::OnePass;
+        let warning = |share: f64| one_pass_stands_in(2_000_000, first, &packing, 1000, share);
+        let loaded = warning(0.48);
+        assert!(
+            loaded.contains(
+                "(1.371 x the lower bound 1000) stands in for it; other work shared \
+                 the cores (this planner's thread had 48 % of one): allow more time"
+            ),
+            "{loaded}"
+        );
+        for calm in [0.0, 0.8, 1.0] {
+            let warning = warning(calm);
+            assert!(!warning.contains("other work"), "{calm}: {warning}");
+            assert!(
+                warning.contains("stands in for it: allow more time"),
+                "{warning}"
+            );
+        }
+    }
+
+    #[test]
     fn the_insurance_begins_sooner_where_the_first_candidate_has_less_than_a_core() {
         let now = Instant::now();
         let ms = Duration::from_millis;
@@ -1947,7 +2002,7 @@ mod tests {
             &HostContext::detached(),
         );
         assert!(done.iter().all(|(index, _)| *index != 0));
-        let insured = insured.expect("the one-pass packing stands in");
+        let (insured, _) = insured.expect("the one-pass packing stands in");
         assert_valid_packing(&buffers, &insured);
     }
 
@@ -2042,7 +2097,7 @@ mod tests {
                 (CriticalSteps::new(&buffers, 0), None)
             };
             let (_, beside, insured) = run(&candidates, &waits_for_its_halt);
-            let Some(insured) = insured.filter(|_| beside.is_some()) else {
+            let Some((insured, _)) = insured.filter(|_| beside.is_some()) else {
                 continue;
             };
             met += 1;
