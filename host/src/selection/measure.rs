@@ -120,8 +120,8 @@ pub fn time_limit(
 /// No plan is held while the next run is timed: each run's plan is dropped once compared
 /// with the first run's (by [`plan_digest`]). Held, the first plan made the second run's
 /// allocations fault in fresh pages where the first had reused what reading the input freed:
-/// 82 ms instead of 45 ms for 2,000,000 tensors with `linear`, enough to flag a run as
-/// overrunning its limit that a single `memplan plan` would not overrun.
+/// 78-110 ms instead of 40-59 ms for 2,000,000 tensors (`portfolio`, `time_limit_s` 0),
+/// enough to flag a run as overrunning its limit that a single `memplan plan` would not.
 pub fn measure_planner(
     request: &PlanRequest,
     planner: &str,
