@@ -34,22 +34,24 @@
 //!
 //! Measured (release build, this 2-core machine; generated traces of the kit's
 //! `testing::generated_instance`, seed 1 unless given; height over the lower bound, against
-//! plain best fit by start):
+//! plain best fit by start; the one pass's times are the fastest and slowest median of two
+//! runs of `examples/one_pass_bench --runs 5` where given as a range, 2026-11-28):
 //!
 //! | trace | live per step (average) | one pass | best fit by start |
 //! |---|---|---|---|
-//! | random, 1M | 48,853 | 1.053, 79 ms | 1.0049, 447 ms |
-//! | random, 1M, seed 3 | 48,832 | 1.062, 77 ms | 1.0049, 431 ms |
-//! | random, 1M over 1M steps, seed 2 | 50 | 1.564, 105 ms | 1.0949, 349 ms |
-//! | random, 400k over 400k steps, seed 6 | 50 | 1.502, 27 ms | 1.0807, 113 ms |
-//! | random, 700k over 20k steps, seed 5 | 1,766 | 1.130, 46 ms | 1.0263, 259 ms |
+//! | random, 1M | 48,853 | 1.053, 47-55 ms | 1.0049, 447 ms |
+//! | random, 1M, seed 3 | 48,832 | 1.062, 49-51 ms | 1.0049, 431 ms |
+//! | random, 1M over 1M steps, seed 2 | 50 | 1.564, 64-65 ms | 1.0949, 349 ms |
+//! | random, 400k over 400k steps, seed 6 | 50 | 1.502, 21 ms | 1.0807, 113 ms |
+//! | random, 700k over 20k steps, seed 5 | 1,766 | 1.130, 29-32 ms | 1.0263, 259 ms |
 //! | model-like, 1M | 11 | 1.147, 92 ms | 1.1762, 234 ms |
 //! | model-like, 2M | 11 | 1.141, 213 ms | 1.1701, 452 ms |
 //! | random, 2M over 10M steps, seed 6 | 10 | 1.049, 285 ms | |
-//! | training (compiler), 1M, seed 2 | 82,412 | 1.145, 53 ms | 1.0001, 429 ms |
-//! | training, even sizes, 300k, seed 3 | 24,633 | 1.127, 13 ms | 1.0015, 116 ms |
-//! | band, 1M | 5,970 | 1.000, 57 ms | 1.0000, 146 ms |
-//! | all-live, 1M | 1,000,000 | 1.041, 37 ms | 1.0000, 145 ms |
+//! | random, 2M over 700k steps, seed 219 | 143 | 1.371, 188-217 ms | |
+//! | training (compiler), 1M, seed 2 | 82,412 | 1.145, 45-46 ms | 1.0001, 429 ms |
+//! | training, even sizes, 300k, seed 3 | 24,633 | 1.127, 10-12 ms | 1.0015, 116 ms |
+//! | band, 1M | 5,970 | 1.000, 37-39 ms | 1.0000, 146 ms |
+//! | all-live, 1M | 1,000,000 | 1.041, 30-32 ms | 1.0000, 145 ms |
 //!
 //! Without borrowing, the size classes gave 3.04 on the 1M trace over 1M steps and 7.49 on
 //! the model-like one (now packed by best fit among few); borrowing from up to 8 classes
@@ -105,12 +107,11 @@ pub fn pack_one_pass_until(
         .iter()
         .map(|buffer| buffer.fixed_offset.get().unwrap_or(0))
         .collect();
-    let starts = by_step(buffers, &packed, |buffer| buffer.lifetime.first);
+    let starts = starts_of(buffers, &packed);
     if average_live_of(packed.iter().map(|&index| buffers[index as usize].lifetime)) <= FEW_LIVE {
         best_fit_among_few(buffers, &starts, base, &mut offsets, stop)?;
     } else {
-        let ends = by_step(buffers, &packed, |buffer| buffer.lifetime.last);
-        size_classes(buffers, &starts, &ends, base, &mut offsets, stop)?;
+        size_classes(buffers, &starts, base, &mut offsets, stop)?;
     }
     Ok(Packing::at(buffers, offsets))
 }
@@ -123,24 +124,35 @@ fn stopped(placed: usize, stop: &dyn Fn() -> bool) -> Result<(), Stopped> {
     }
 }
 
-/// The buffers `packed` (indices into `buffers`) as `step << 32 | index`, ascending by the
-/// step `step` gives then by index.
+/// The buffers `packed` (indices into `buffers`, ascending) as `first step << 32 | index`,
+/// ascending ([`by_step`]).
+fn starts_of(buffers: &[Buffer], packed: &[u32]) -> Vec<u64> {
+    by_step(packed.len(), |item| {
+        let index = packed[item];
+        (buffers[index as usize].lifetime.first, index)
+    })
+}
+
+/// `count` items as `step << 32 | tag`, `(step, tag)` being `item(i)` for item `i`,
+/// ascending by step, the items of a step in item order.
 ///
-/// A counting sort where the steps are few (their counters stay in cache) or the buffers come
+/// A counting sort where the steps are few (their counters stay in cache) or the items come
 /// nearly in step order (the counters are then read in order, as for model-like traces),
-/// else a radix sort by step (stable: each step's buffers stay in index order). Counting
-/// over many steps in random order missed the cache at every buffer: 2,000,000 random
-/// lifetimes over 4,000,000 steps took 0.44-0.48 s to pack, with the radix sort 0.27-0.28 s;
-/// 1,000,000 over 1,000,000 steps 0.13 s, now 0.10-0.11 s. Counting stays where it is quicker:
-/// `random:1000000` (1,000 steps) 93 ms, by radix 101 ms; `model:1000000` (in step order)
-/// 95 ms, by radix 115 ms.
-fn by_step(buffers: &[Buffer], packed: &[u32], step: fn(&Buffer) -> u32) -> Vec<u64> {
-    let key = |index: u32| (u64::from(step(&buffers[index as usize])) << 32) | u64::from(index);
-    // The lowest and highest step, and how often a buffer's step is below the one before.
-    let (low, high, descents, _) = packed.iter().fold(
+/// else a radix sort by step (stable). Counting over many steps in random order missed the
+/// cache at every item: 2,000,000 random lifetimes over 4,000,000 steps took 0.44-0.48 s to
+/// pack, with the radix sort 0.27-0.28 s; 1,000,000 over 1,000,000 steps 0.13 s, now
+/// 0.10-0.11 s. Counting stays where it is quicker: `random:1000000` (1,000 steps) 93 ms, by
+/// radix 101 ms; `model:1000000` (in step order) 95 ms, by radix 115 ms.
+fn by_step(count: usize, item: impl Fn(usize) -> (u32, u32)) -> Vec<u64> {
+    let key = |at: usize| {
+        let (step, tag) = item(at);
+        (u64::from(step) << 32) | u64::from(tag)
+    };
+    // The lowest and highest step, and how often an item's step is below the one before.
+    let (low, high, descents, _) = (0..count).fold(
         (u32::MAX, 0u32, 0usize, 0u32),
-        |(low, high, descents, before), &index| {
-            let at = step(&buffers[index as usize]);
+        |(low, high, descents, before), at| {
+            let (at, _) = item(at);
             (
                 low.min(at),
                 high.max(at),
@@ -149,44 +161,44 @@ fn by_step(buffers: &[Buffer], packed: &[u32], step: fn(&Buffer) -> u32) -> Vec<
             )
         },
     );
-    if packed.is_empty() {
+    if count == 0 {
         return Vec::new();
     }
     let span = (high - low) as usize + 1;
-    let counting = span <= 4 * packed.len() + 1024
-        && (span <= COUNTED_STEPS.max(packed.len() / 2)
-            || descents <= packed.len() / NEARLY_IN_ORDER);
+    let counting = span <= 4 * count + 1024
+        && (span <= COUNTED_STEPS.max(count / 2) || descents <= count / NEARLY_IN_ORDER);
     if !counting {
-        let mut keys: Vec<u64> = packed.iter().map(|&index| key(index)).collect();
+        let mut keys: Vec<u64> = (0..count).map(key).collect();
         let never = || false;
         let sorted = radix_sort(
             &mut keys,
-            &mut RadixRoom::new(packed.len()),
+            &mut RadixRoom::new(count),
             |&key| (u128::from(key >> 32), 0),
             &mut Poller::new(&never),
         );
         debug_assert!(sorted.is_ok(), "never stopped");
         return keys;
     }
-    // Counting sort: `packed` is ascending, so each step's buffers stay in index order.
+    // Counting sort, in item order: each step's items stay in that order.
     let mut first_at = vec![0usize; span + 1];
-    for &index in packed {
-        first_at[(step(&buffers[index as usize]) - low) as usize + 1] += 1;
+    for at in 0..count {
+        first_at[(item(at).0 - low) as usize + 1] += 1;
     }
     for at in 1..first_at.len() {
         first_at[at] += first_at[at - 1];
     }
-    let mut keys = vec![0u64; packed.len()];
-    for &index in packed {
-        let slot = &mut first_at[(step(&buffers[index as usize]) - low) as usize];
-        keys[*slot] = key(index);
+    let mut keys = vec![0u64; count];
+    for at in 0..count {
+        let key = key(at);
+        let slot = &mut first_at[((key >> 32) as u32 - low) as usize];
+        keys[*slot] = key;
         *slot += 1;
     }
     keys
 }
 
 /// Steps up to which [`by_step`] counts whatever the order (or up to half as many steps as
-/// buffers, if more): their counters (8 bytes each) fit in a core's cache, or each is met
+/// items, if more): their counters (8 bytes each) fit in a core's cache, or each is met
 /// twice on average (`compiler:1000000:2`, 500,000 steps: 56-64 ms counting, 70-77 ms by
 /// radix).
 const COUNTED_STEPS: usize = 1 << 16;
@@ -220,7 +232,8 @@ fn average_live_of(lifetimes: impl Iterator<Item = Lifetime>) -> u64 {
     }
 }
 
-/// The index and the step of a key of [`by_step`].
+/// The tag (a buffer's index, or its position in start order) and the step of a key of
+/// [`by_step`].
 fn split(key: u64) -> (usize, u32) {
     (key as u32 as usize, (key >> 32) as u32)
 }
@@ -315,44 +328,65 @@ fn size_class(size: u64) -> (usize, u64) {
     (index, class_size)
 }
 
-/// Places the buffers of `starts` (see [`by_step`]; `ends` the same buffers by last step)
-/// from `base` up, by size class.
+/// Places the buffers of `starts` (see [`starts_of`]) from `base` up, by size class.
+///
+/// Every array the pass reads and writes is indexed by position in start order, so the pass
+/// reads them in order, and a buffer that gives its slot back started shortly before the
+/// buffer placed (its data is still in cache). What the pass needs of each buffer (its own
+/// class, its last step) is gathered in start order by a loop of its own, where the cache
+/// misses of buffers out of time order overlap; and the buffers are ordered by last step
+/// carrying their position in start order. Indexed by buffer instead, every placement missed
+/// the cache twice and every slot given back twice more: 2,000,000 random lifetimes over
+/// 700,000 steps took 272-377 ms (median of 5 runs, two runs of `examples/one_pass_bench`),
+/// now 188-217 ms; 1,000,000 over 1,000 steps 77-85 ms, now 47-55 ms; the same heights.
 fn size_classes(
     buffers: &[Buffer],
     starts: &[u64],
-    ends: &[u64],
     base: u64,
     offsets: &mut [u64],
     stop: &dyn Fn() -> bool,
 ) -> Result<(), Stopped> {
-    // Per buffer, its own class (found in one pass in buffer order: looked up in start
-    // order, the buffers' sizes were a cache miss each, half the time at 1,000,000), then the
-    // class whose slot it holds, and that slot.
-    let mut class_of = vec![0u16; buffers.len()];
-    let mut slot_of = vec![0u32; buffers.len()];
     let mut class_size = vec![0u64; CLASSES];
     // Per class, the largest alignment of its own buffers, then of those holding its slots.
     let mut own_alignment = vec![1u64; CLASSES];
+    // Per position in start order: the buffer's own class, then the class whose slot it
+    // holds; its last step; and the slot.
+    // Found in buffer order (a pass over the buffers in order), as `last step << 16 | own
+    // class`, then gathered in start order from that array, a quarter of the buffers' bytes.
+    let mut own_and_last = vec![0u64; buffers.len()];
     for (index, buffer) in buffers.iter().enumerate() {
         if buffer.fixed_offset.is_none() {
             let (own, size) = size_class(buffer.size);
-            class_of[index] = own as u16;
             class_size[own] = size;
             own_alignment[own] = own_alignment[own].max(buffer.alignment);
+            own_and_last[index] = (u64::from(buffer.lifetime.last) << 16) | own as u64;
         }
     }
+    let mut class_at = Vec::with_capacity(starts.len());
+    let mut last_at = Vec::with_capacity(starts.len());
+    for &key in starts {
+        let own_and_last = own_and_last[split(key).0];
+        class_at.push(own_and_last as u16);
+        last_at.push((own_and_last >> 16) as u32);
+    }
+    drop(own_and_last);
+    let ends = by_step(starts.len(), |position| {
+        (last_at[position], position as u32)
+    });
+    drop(last_at);
+    let mut slot_at = vec![0u32; starts.len()];
     let mut alignment = vec![1u64; CLASSES];
     let mut free_slots: Vec<Vec<u32>> = vec![Vec::new(); CLASSES];
     let mut slots = vec![0u32; CLASSES];
     let mut ends = ends.iter().map(|&key| split(key)).peekable();
-    for (placed, &key) in starts.iter().enumerate() {
-        stopped(placed, stop)?;
-        let (index, first) = split(key);
+    for (position, &key) in starts.iter().enumerate() {
+        stopped(position, stop)?;
+        let first = split(key).1;
         // Buffers whose last step is before this one's first give their slots back.
         while let Some((ended, _)) = ends.next_if(|&(_, last)| last < first) {
-            free_slots[usize::from(class_of[ended])].push(slot_of[ended]);
+            free_slots[usize::from(class_at[ended])].push(slot_at[ended]);
         }
-        let own = usize::from(class_of[index]);
+        let own = usize::from(class_at[position]);
         // Its own class's free slot, else the smallest free one of the next few classes,
         // else a new one of its own class.
         let class = (own..(own + 1 + BORROWED_CLASSES).min(CLASSES))
@@ -363,8 +397,8 @@ fn size_classes(
             slots[class] += 1;
             slots[class] - 1
         });
-        class_of[index] = class as u16;
-        slot_of[index] = slot;
+        class_at[position] = class as u16;
+        slot_at[position] = slot;
     }
     // The regions one after another from `base`, the most aligned first so that little is
     // lost to aligning their starts: (start, slot size) per class.
@@ -378,10 +412,9 @@ fn size_classes(
         region[class] = (start, slot_size);
         top = start.saturating_add(u64::from(slots[class]).saturating_mul(slot_size));
     }
-    for &key in starts {
-        let (index, _) = split(key);
-        let (start, slot_size) = region[usize::from(class_of[index])];
-        offsets[index] = start.saturating_add(u64::from(slot_of[index]).saturating_mul(slot_size));
+    for ((&key, &class), &slot) in starts.iter().zip(&class_at).zip(&slot_at) {
+        let (start, slot_size) = region[usize::from(class)];
+        offsets[split(key).0] = start.saturating_add(u64::from(slot).saturating_mul(slot_size));
     }
     Ok(())
 }
@@ -454,12 +487,11 @@ mod tests {
                 .expect("a valid spec");
             let bound = arena_lower_bound(&buffers);
             let packed: Vec<u32> = (0..buffers.len() as u32).collect();
-            let starts = by_step(&buffers, &packed, |buffer| buffer.lifetime.first);
-            let ends = by_step(&buffers, &packed, |buffer| buffer.lifetime.last);
+            let starts = starts_of(&buffers, &packed);
             let mut by_scan = vec![0; buffers.len()];
             best_fit_among_few(&buffers, &starts, 0, &mut by_scan, &|| false).unwrap();
             let mut by_class = vec![0; buffers.len()];
-            size_classes(&buffers, &starts, &ends, 0, &mut by_class, &|| false).unwrap();
+            size_classes(&buffers, &starts, 0, &mut by_class, &|| false).unwrap();
             let whole = pack_one_pass(&buffers);
             for offsets in [by_scan, by_class] {
                 let height = buffers.iter().zip(&offsets).map(|(b, o)| o + b.size).max();
@@ -489,9 +521,15 @@ mod tests {
                 .iter()
                 .map(|&step| buffer(8, 1, step * spread, step * spread + 1))
                 .collect();
-            let keys = by_step(&buffers, &[0, 1, 2, 3, 4], |b| b.lifetime.first);
+            let keys = starts_of(&buffers, &[0, 1, 2, 3, 4]);
             let order: Vec<usize> = keys.iter().map(|&key| split(key).0).collect();
             assert_eq!(order, vec![3, 1, 4, 0, 2], "spread {spread}");
+            // Any tag is carried (the size classes order the buffers by last step carrying
+            // their position in start order), the items of a step in item order.
+            let steps = [5u32, 2, 5, 0, 2].map(|step| step * spread);
+            let keys = by_step(5, |item| (steps[item], 70 - item as u32));
+            let tags: Vec<usize> = keys.iter().map(|&key| split(key).0).collect();
+            assert_eq!(tags, vec![67, 69, 66, 70, 68], "spread {spread}");
         }
         let mut random = crate::XorShift64Star::new(7);
         let count = 100_000u32;
@@ -517,7 +555,7 @@ mod tests {
                 .collect();
             // Every third buffer at a fixed offset: left out.
             let packed: Vec<u32> = (0..count).filter(|index| index % 3 != 0).collect();
-            let keys = by_step(&buffers, &packed, |b| b.lifetime.first);
+            let keys = starts_of(&buffers, &packed);
             let mut expected: Vec<u64> = packed
                 .iter()
                 .map(|&index| (u64::from(steps[index as usize]) << 32) | u64::from(index))
@@ -552,10 +590,9 @@ mod tests {
         // size classes are called directly. Two slots, reused.
         let buffers: Vec<Buffer> = (0..40).map(|i| buffer(100, 16, i, i + 1)).collect();
         let packed: Vec<u32> = (0..40).collect();
-        let starts = by_step(&buffers, &packed, |b| b.lifetime.first);
-        let ends = by_step(&buffers, &packed, |b| b.lifetime.last);
+        let starts = starts_of(&buffers, &packed);
         let mut offsets = vec![0; buffers.len()];
-        size_classes(&buffers, &starts, &ends, 0, &mut offsets, &|| false).unwrap();
+        size_classes(&buffers, &starts, 0, &mut offsets, &|| false).unwrap();
         for (i, offset) in offsets.iter().enumerate() {
             assert_eq!(*offset, (i as u64 % 2) * 112, "buffer {i}");
         }
