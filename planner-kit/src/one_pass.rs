@@ -34,7 +34,7 @@
 //!
 //! Measured (release build, this 2-core machine; generated traces of the kit's
 //! `testing::generated_instance`, seed 1 unless given; height over the lower bound, against
-//! plain best fit by start; the one pass's times are the fastest and slowest median of two
+//! plain best fit by start; the one pass's times are the fastest and slowest median of two or three
 //! runs of `examples/one_pass_bench --runs 5` where given as a range, 2026-11-28):
 //!
 //! | trace | live per step (average) | one pass | best fit by start |
@@ -44,9 +44,9 @@
 //! | random, 1M over 1M steps, seed 2 | 50 | 1.564, 64-65 ms | 1.0949, 349 ms |
 //! | random, 400k over 400k steps, seed 6 | 50 | 1.502, 21 ms | 1.0807, 113 ms |
 //! | random, 700k over 20k steps, seed 5 | 1,766 | 1.130, 29-32 ms | 1.0263, 259 ms |
-//! | model-like, 1M | 11 | 1.147, 92 ms | 1.1762, 234 ms |
-//! | model-like, 2M | 11 | 1.141, 213 ms | 1.1701, 452 ms |
-//! | random, 2M over 10M steps, seed 6 | 10 | 1.049, 285 ms | |
+//! | model-like, 1M | 11 | 1.147, 74-78 ms | 1.1762, 234 ms |
+//! | model-like, 2M | 11 | 1.141, 176-196 ms | 1.1701, 452 ms |
+//! | random, 2M over 10M steps, seed 6 | 10 | 1.049, 243-253 ms | |
 //! | random, 2M over 700k steps, seed 219 | 143 | 1.371, 188-217 ms | |
 //! | training (compiler), 1M, seed 2 | 82,412 | 1.145, 45-46 ms | 1.0001, 429 ms |
 //! | training, even sizes, 300k, seed 3 | 24,633 | 1.127, 10-12 ms | 1.0015, 116 ms |
@@ -248,6 +248,7 @@ fn best_fit_among_few(
     stop: &dyn Fn() -> bool,
 ) -> Result<(), Stopped> {
     /// A placed buffer: its offset, its end (offset + size) and its last step.
+    #[derive(Clone, Copy)]
     struct Live {
         offset: u64,
         end: u64,
@@ -275,33 +276,34 @@ fn best_fit_among_few(
     for (placed, (&key, &(size, last, alignment))) in starts.iter().zip(&placing).enumerate() {
         stopped(placed, stop)?;
         let first = split(key).1;
-        let alignment = 1u64 << alignment;
+        // Alignments are powers of two: aligning is masking (`align_up` divides, and did so
+        // at every live buffer).
+        let mask = (1u64 << alignment) - 1;
+        let align = |at: u64| at.checked_add(mask).map_or(u64::MAX, |at| at & !mask);
         // One pass over the live list drops the buffers whose last step is before this one's
         // first (moving the others down over them) and finds the smallest gap that fits
-        // between those kept: (its size, its offset, where it goes in `live`).
-        let mut best: Option<(u64, u64, usize)> = None;
+        // between those kept: (its size, its offset, where it goes in `live`; `usize::MAX`
+        // for none). Written without branches on the buffers met, which the processor could
+        // not foretell.
+        let mut best = (u64::MAX, 0u64, usize::MAX);
         let mut below = base;
         let mut kept = 0;
         for read in 0..live.len() {
-            let placed = &live[read];
-            if placed.last < first {
-                continue;
+            let placed = live[read];
+            let alive = placed.last >= first;
+            let offset = align(below);
+            let gap = placed.offset.wrapping_sub(below);
+            if alive & (offset.saturating_add(size) <= placed.offset) & (gap < best.0) {
+                best = (gap, offset, kept);
             }
-            let offset = align_up(below, alignment);
-            if offset.saturating_add(size) <= placed.offset {
-                let gap = placed.offset - below;
-                if best.is_none_or(|(smallest, _, _)| gap < smallest) {
-                    best = Some((gap, offset, kept));
-                }
-            }
-            below = below.max(placed.end);
-            live.swap(kept, read);
-            kept += 1;
+            below = if alive { below.max(placed.end) } else { below };
+            live[kept] = placed;
+            kept += usize::from(alive);
         }
         live.truncate(kept);
         let (offset, position) = match best {
-            Some((_, offset, position)) => (offset, position),
-            None => (align_up(below, alignment), live.len()),
+            (_, offset, position) if position != usize::MAX => (offset, position),
+            _ => (align(below), live.len()),
         };
         in_start_order.push(offset);
         let end = offset.saturating_add(size);
