@@ -34,8 +34,8 @@
 //!
 //! Measured (release build, this 2-core machine; generated traces of the kit's
 //! `testing::generated_instance`, seed 1 unless given; height over the lower bound, against
-//! plain best fit by start; the one pass's times are the fastest and slowest median of two or three
-//! runs of `examples/one_pass_bench --runs 5` where given as a range, 2026-11-28):
+//! plain best fit by start; the one pass's times are the fastest and slowest median of two
+//! or three runs of `examples/one_pass_bench --runs 5` where given as a range, 2026-11-28):
 //!
 //! | trace | live per step (average) | one pass | best fit by start |
 //! |---|---|---|---|
