@@ -367,7 +367,7 @@ pub(crate) fn one_pass_beside<T: Send>(
 /// The kit's one-pass packing of `buffers`, for a packer stopped before `what` was complete
 /// (or, where not `begun`, left too little time to begin it), with a note (and a warning)
 /// saying so: a plan with reuse rather than none (the kit's `one_pass`: 1.00-1.56 x the
-/// bound on the generated traces of 1,000,000 buffers, in 37-105 ms).
+/// bound on the generated traces of 1,000,000 buffers, in 30-78 ms).
 fn one_pass_plan(
     buffers: &[Buffer],
     host_limit_binds: bool,
@@ -490,7 +490,8 @@ pub const RETURN_TIME_PER_BUFFER: Duration = Duration::from_nanos(40);
 /// Time the packer allows per buffer for the one-pass packing (`pack_one_pass`) alone on a
 /// core: measured 37-105 ns at 1,000,000 buffers, 107 ns at 2,000,000 (the kit's `one_pass`
 /// table), and out of time order over sparse steps 115 ns (1,000,000 random lifetimes over
-/// 5,000,000 steps) and 145 ns (2,000,000 over 10,000,000).
+/// 5,000,000 steps) and 145 ns (2,000,000 over 10,000,000); since 2026-11-28, 30-78 ns at
+/// 1,000,000 buffers and 88-127 ns at 2,000,000, these included.
 pub const ONE_PASS_ALONE_PER_BUFFER: Duration = Duration::from_nanos(200);
 
 /// A packing's note: how it stands against the bound and the budget (`fit_within`, under

@@ -25,7 +25,7 @@
 //!    bound stops those after it. The first completes unless the time is too short for it:
 //!    from [`SWEEPS_FROM`] buffers, where it is not done shortly before the limit's
 //!    allowance (10 % and 50 ms) runs out, a third thread makes the kit's one-pass packing
-//!    (`one_pass`: 37-105 ms at 1,000,000 buffers, 1.00-1.56 x the bound on the generated
+//!    (`one_pass`: 30-78 ms at 1,000,000 buffers, 1.00-1.56 x the bound on the generated
 //!    traces), which then stands in for it (`run_candidates`), so that every arena gets a
 //!    plan within the limit; where more than [`FEW_LIVE`] are live per step, the other thread
 //!    stops then, so that the first has a core to complete on (`one_pass_halts_the_other`).
@@ -949,7 +949,8 @@ impl PortfolioPacker {
 /// Time the insurance of the first candidate allows per buffer for the one-pass packing
 /// (`pack_one_pass`): measured 37-105 ns alone at 1,000,000 buffers (the kit's `one_pass`
 /// table; the slowest where about 50 are live per step) and 107 ns at 2,000,000; out of time
-/// order over sparse steps 115 ns at 1,000,000 and 145 ns at 2,000,000. Beside the
+/// order over sparse steps 115 ns at 1,000,000 and 145 ns at 2,000,000 (since 2026-11-28:
+/// 30-78 ns at 1,000,000 and 88-127 ns at 2,000,000). Beside the
 /// first sweep it takes longer: with 250 ns, and the critical-step search running too (three
 /// threads on two cores), it came too late on `random:1000000:2:1000000` with 0.3 s
 /// (returned in 0.41 s). That search now stops once the one-pass packing begins where more
