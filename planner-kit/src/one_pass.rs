@@ -351,10 +351,10 @@ fn size_classes(
     let mut class_size = vec![0u64; CLASSES];
     // Per class, the largest alignment of its own buffers, then of those holding its slots.
     let mut own_alignment = vec![1u64; CLASSES];
-    // Per position in start order: the buffer's own class, then the class whose slot it
-    // holds; its last step; and the slot.
-    // Found in buffer order (a pass over the buffers in order), as `last step << 16 | own
-    // class`, then gathered in start order from that array, a quarter of the buffers' bytes.
+    // Each buffer's own class and last step, found in buffer order (a pass over the buffers
+    // in order) as `last step << 16 | own class`, then gathered in start order from that
+    // array, a quarter of the buffers' bytes, into `class_at` (per position in start order:
+    // the own class, then the class whose slot the buffer holds) and `last_at`.
     let mut own_and_last = vec![0u64; buffers.len()];
     for (index, buffer) in buffers.iter().enumerate() {
         if buffer.fixed_offset.is_none() {
