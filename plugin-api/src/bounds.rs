@@ -303,15 +303,19 @@ mod tests {
         assert_eq!(arena_lower_bound([(0, 16, lt(0, 3))]), 0);
     }
 
-    #[test]
-    fn the_sweeps_agree_with_summing_every_step() {
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = |below: u64| {
+    /// Numbers below the bound given, from a xorshift generator seeded with `state`.
+    fn below(mut state: u64) -> impl FnMut(u64) -> u64 {
+        move |bound: u64| {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
-            state % below
-        };
+            state % bound
+        }
+    }
+
+    #[test]
+    fn the_sweeps_agree_with_summing_every_step() {
+        let mut next = below(0x2545_f491_4f6c_dd1d);
         // Steps 0..12 are summed per step; spread 100,000 apart they are sorted instead.
         for round in 0..400 {
             let buffers: Vec<(u64, u64, Lifetime)> = (0..next(12))
@@ -381,13 +385,7 @@ mod tests {
 
     #[test]
     fn unrounded_sizes_are_summed_per_step_over_twice_as_many_steps() {
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = |below: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % below
-        };
+        let mut next = below(0x9e37_79b9_7f4a_7c15);
         // 2,000 buffers over about 12,000 steps: more than 4 a buffer (the pairs of bare and
         // rounded sums would sort), at most 8 (bare sums alone are summed per step).
         let swept: Vec<SweptBuffer> = (0..2000)
