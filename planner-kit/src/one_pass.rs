@@ -47,7 +47,7 @@
 //! | model-like, 1M | 11 | 1.147, 74-78 ms | 1.1762, 234 ms |
 //! | model-like, 2M | 11 | 1.141, 176-196 ms | 1.1701, 452 ms |
 //! | random, 2M over 10M steps, seed 6 | 10 | 1.049, 243-253 ms | |
-//! | random, 2M over 700k steps, seed 219 | 143 | 1.371, 188-217 ms | |
+//! | random, 2M over 700k steps, seed 219 | 144 | 1.371, 188-217 ms | |
 //! | training (compiler), 1M, seed 2 | 82,412 | 1.145, 45-46 ms | 1.0001, 429 ms |
 //! | training, even sizes, 300k, seed 3 | 24,633 | 1.127, 10-12 ms | 1.0015, 116 ms |
 //! | band, 1M | 5,970 | 1.000, 37-39 ms | 1.0000, 146 ms |
