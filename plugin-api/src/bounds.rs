@@ -106,95 +106,80 @@ struct Peaks {
     padded: u64,
 }
 
-/// Steps spanned per buffer up to which [`peaks`] sums per step rather than sorting.
-const DENSE_STEPS_PER_BUFFER: usize = 4;
+/// Steps spanned per buffer up to which [`peaks`] sums per step rather than sorting: with a
+/// counter of 8 bytes a step, at most 64 bytes a buffer.
+const DENSE_STEPS_PER_BUFFER: usize = 8;
 
 /// The [`Peaks`] of `buffers` (all of size above 0; [`None`] when there are none).
 ///
 /// Where the steps they span are not many more than the buffers (at most
-/// [`DENSE_STEPS_PER_BUFFER`] per buffer, twice as many where no size is rounded, and the
-/// rounded sizes sum within 64 bits), the live sizes per step are summed from a difference
-/// per step: O(n + steps), five times quicker than sorting at 1,000,000 buffers, which every
-/// large plan pays for (the bound, and each sweep out of the busiest step); at most 64 bytes
-/// a buffer either way. Elsewhere (steps far apart) the buffers' starts and ends are sorted
-/// and swept: O(n log n). Sorting 2,000,000 buffers over 10,000,000 steps took 262 ms, summed
-/// per step 134-139 ms (`examples/one_pass_bench` of the exact planner, which measures it
-/// because the portfolio waits for the bound beside the one-pass packing when time is short).
+/// [`DENSE_STEPS_PER_BUFFER`] per buffer, and the rounded sizes sum within 64 bits), the live
+/// sizes per step are summed from a difference per step ([`summed_peak`]), once for the sizes
+/// and, where some size is rounded, once more for the rounded ones: O(n + steps), five times
+/// quicker than sorting at 1,000,000 buffers, which every large plan pays for (the bound, and
+/// each sweep out of the busiest step). Elsewhere (steps far apart) the buffers' starts and
+/// ends are sorted and swept: O(n log n). Sorting 2,000,000 buffers over 10,000,000 steps
+/// took 262 ms, summed per step 134-139 ms (`examples/one_pass_bench` of the exact planner,
+/// which measures it because the portfolio waits for the bound beside the one-pass packing
+/// when time is short); both sums in one pass, 16 bytes a step, were allowed only half as
+/// many steps.
 fn peaks(buffers: &[SweptBuffer]) -> Option<Peaks> {
     let low = buffers.iter().map(|buffer| buffer.lifetime.first).min()?;
     let high = buffers.iter().map(|buffer| buffer.lifetime.last).max()?;
     let span = (high - low) as usize + 1;
-    let total = buffers
+    let (total, rounded) = buffers
         .iter()
-        .try_fold(0u64, |total, buffer| total.checked_add(buffer.padded));
-    if total.is_none() {
+        .fold((Some(0u64), false), |(total, rounded), buffer| {
+            (
+                total.and_then(|total| total.checked_add(buffer.padded)),
+                rounded || buffer.padded != buffer.size,
+            )
+        });
+    if span > DENSE_STEPS_PER_BUFFER * buffers.len() + 1024 || total.is_none() {
         return Some(sorted_peaks(buffers));
     }
-    if span > DENSE_STEPS_PER_BUFFER * buffers.len() + 1024 {
-        let unrounded = buffers.iter().all(|buffer| buffer.padded == buffer.size);
-        if unrounded && span <= 2 * DENSE_STEPS_PER_BUFFER * buffers.len() + 1024 {
-            return Some(dense_bare_peaks(buffers, low, high));
-        }
-        return Some(sorted_peaks(buffers));
-    }
-    // Per step from `low`, what starts there less what ended the step before; no sum of
-    // live sizes passes `total`, so the wrapping sums are exact.
-    let mut change = vec![(0u64, 0u64); span + 1];
-    for buffer in buffers {
-        let (first, after) = (
-            (buffer.lifetime.first - low) as usize,
-            (buffer.lifetime.last - low) as usize + 1,
-        );
-        change[first].0 = change[first].0.wrapping_add(buffer.size);
-        change[first].1 = change[first].1.wrapping_add(buffer.padded);
-        change[after].0 = change[after].0.wrapping_sub(buffer.size);
-        change[after].1 = change[after].1.wrapping_sub(buffer.padded);
-    }
-    let (mut bare, mut padded) = (0u64, 0u64);
-    let mut peaks = Peaks {
-        bare: 0,
-        bare_step: low,
-        padded: 0,
+    let mut change = vec![0u64; span + 1];
+    let steps = (low, high);
+    let (bare, bare_step) = summed_peak(buffers, steps, &mut change, |buffer| buffer.size);
+    let padded = match rounded {
+        true => summed_peak(buffers, steps, &mut change, |buffer| buffer.padded).0,
+        false => bare,
     };
-    for (step, &(bare_change, padded_change)) in (low..=high).zip(&change) {
-        bare = bare.wrapping_add(bare_change);
-        padded = padded.wrapping_add(padded_change);
-        if bare > peaks.bare {
-            peaks.bare = bare;
-            peaks.bare_step = step;
-        }
-        peaks.padded = peaks.padded.max(padded);
-    }
-    Some(peaks)
+    Some(Peaks {
+        bare,
+        bare_step,
+        padded,
+    })
 }
 
-/// [`peaks`] summed per step where no size is rounded (the rounded peak is the bare one): 8
-/// bytes a step instead of 16, so over twice as many steps for the same memory.
-fn dense_bare_peaks(buffers: &[SweptBuffer], low: u32, high: u32) -> Peaks {
-    let mut change = vec![0u64; (high - low) as usize + 2];
+/// The peak over the steps `low..=high` of the live sizes `size` gives, and the first step
+/// that reaches it, summed per step in `change` (a counter per step, one more than the steps):
+/// per step, what starts there less what ended the step before. No sum of live sizes passes
+/// the total (within 64 bits, see [`peaks`]), so the wrapping sums are exact.
+fn summed_peak(
+    buffers: &[SweptBuffer],
+    (low, high): (u32, u32),
+    change: &mut [u64],
+    size: impl Fn(&SweptBuffer) -> u64,
+) -> (u64, u32) {
+    change.fill(0);
     for buffer in buffers {
         let (first, after) = (
             (buffer.lifetime.first - low) as usize,
             (buffer.lifetime.last - low) as usize + 1,
         );
-        change[first] = change[first].wrapping_add(buffer.size);
-        change[after] = change[after].wrapping_sub(buffer.size);
+        change[first] = change[first].wrapping_add(size(buffer));
+        change[after] = change[after].wrapping_sub(size(buffer));
     }
-    let mut bare = 0u64;
-    let mut peaks = Peaks {
-        bare: 0,
-        bare_step: low,
-        padded: 0,
-    };
-    for (step, &bare_change) in (low..=high).zip(&change) {
-        bare = bare.wrapping_add(bare_change);
-        if bare > peaks.bare {
-            peaks.bare = bare;
-            peaks.bare_step = step;
+    let (mut live, mut peak, mut peak_step) = (0u64, 0u64, low);
+    for (step, &step_change) in (low..=high).zip(change.iter()) {
+        live = live.wrapping_add(step_change);
+        if live > peak {
+            peak = live;
+            peak_step = step;
         }
     }
-    peaks.padded = peaks.bare;
-    peaks
+    (peak, peak_step)
 }
 
 /// [`peaks`] by sorting the buffers' starts and ends: the step times two, plus one for a
@@ -384,27 +369,30 @@ mod tests {
     }
 
     #[test]
-    fn unrounded_sizes_are_summed_per_step_over_twice_as_many_steps() {
+    fn sums_per_step_over_up_to_8_steps_a_buffer_agree_with_the_sorted_sweep() {
         let mut next = below(0x9e37_79b9_7f4a_7c15);
-        // 2,000 buffers over about 12,000 steps: more than 4 a buffer (the pairs of bare and
-        // rounded sums would sort), at most 8 (bare sums alone are summed per step).
-        let swept: Vec<SweptBuffer> = (0..2000)
-            .map(|_| {
-                let first = next(12_000) as u32;
-                let size = 1 + next(1000);
-                SweptBuffer {
-                    size,
-                    padded: size,
-                    lifetime: lt(first, first + next(40) as u32),
-                }
-            })
-            .collect();
-        let (summed, sorted) = (peaks(&swept).unwrap(), sorted_peaks(&swept));
-        assert_eq!(
-            (summed.bare, summed.bare_step, summed.padded),
-            (sorted.bare, sorted.bare_step, sorted.padded)
-        );
-        assert_eq!(summed.padded, summed.bare);
+        // 2,000 buffers over about 12,000 steps (6 a buffer), sizes as they are, then rounded
+        // to 16 bytes.
+        for rounding in [1, 16] {
+            let swept: Vec<SweptBuffer> = (0..2000)
+                .map(|_| {
+                    let first = next(12_000) as u32;
+                    let size = 1 + next(1000);
+                    SweptBuffer {
+                        size,
+                        padded: align_up(size, rounding),
+                        lifetime: lt(first, first + next(40) as u32),
+                    }
+                })
+                .collect();
+            let (summed, sorted) = (peaks(&swept).unwrap(), sorted_peaks(&swept));
+            assert_eq!(
+                (summed.bare, summed.bare_step, summed.padded),
+                (sorted.bare, sorted.bare_step, sorted.padded),
+                "rounded to {rounding}"
+            );
+            assert_eq!(summed.padded > summed.bare, rounding > 1);
+        }
     }
 
     #[test]
