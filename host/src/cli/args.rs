@@ -255,8 +255,8 @@ pub struct BenchArgs {
     pub timeout: Option<f64>,
     #[command(flatten)]
     pub isolation: IsolationArgs,
-    /// Also write each plan as a MiniMalloc solution, `DIR/{input}.{planner}.csv` with the
-    /// columns id,lower,upper,size,offset, to compare with other tools.
+    /// Also write each plan as a MiniMalloc solution, `DIR/{input file stem}.{planner}.csv`
+    /// with the columns id,lower,upper,size,offset, to compare with other tools.
     #[arg(long, value_name = "DIR")]
     pub solutions: Option<PathBuf>,
     #[command(flatten)]
