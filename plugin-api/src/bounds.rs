@@ -25,6 +25,12 @@ use crate::abi::Lifetime;
 pub fn align_up(size: u64, alignment: u64) -> u64 {
     if alignment <= 1 {
         size
+    } else if alignment.is_power_of_two() {
+        // A mask, not a division (tens of cycles, at every buffer of a packer's loop). The
+        // same value: where `size + alignment - 1` overflows, the multiple is 2^64, which
+        // saturates as below.
+        size.checked_add(alignment - 1)
+            .map_or(u64::MAX, |end| end & !(alignment - 1))
     } else {
         size.div_ceil(alignment).saturating_mul(alignment)
     }
@@ -233,6 +239,36 @@ mod tests {
         assert_eq!(align_up(16, 16), 16);
         assert_eq!(align_up(17, 1), 17);
         assert_eq!(align_up(17, 0), 17);
+    }
+
+    #[test]
+    fn align_up_by_mask_gives_what_the_division_gives_up_to_saturation() {
+        let by_division =
+            |size: u64, alignment: u64| size.div_ceil(alignment).saturating_mul(alignment);
+        for shift in 1..64 {
+            let alignment = 1u64 << shift;
+            for size in [
+                0,
+                1,
+                alignment - 1,
+                alignment,
+                alignment + 1,
+                12_345_678_901,
+                u64::MAX - alignment,
+                u64::MAX - alignment + 1,
+                u64::MAX - alignment + 2,
+                u64::MAX - 1,
+                u64::MAX,
+            ] {
+                assert_eq!(
+                    align_up(size, alignment),
+                    by_division(size, alignment),
+                    "{size} to {alignment}"
+                );
+            }
+        }
+        // Not a power of two (outside the contract): still rounded up.
+        assert_eq!(align_up(10, 12), 12);
     }
 
     #[test]
