@@ -35,6 +35,7 @@ pub mod sweep_variants;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod threads;
+pub mod time_limit;
 
 pub use bump::{pack_bump_until, BumpPacker, BUMP_POLL_BUFFERS};
 pub use greedy::{
@@ -42,7 +43,9 @@ pub use greedy::{
     pack_greedy_until, Fit, GapChoice, Order, Stopped, Timeline,
 };
 pub use grouped::Grouped;
-pub use one_pass::{average_live, pack_one_pass, pack_one_pass_until, FEW_LIVE};
+pub use one_pass::{
+    average_live, pack_one_pass, pack_one_pass_until, FEW_LIVE, ONE_PASS_SLOWEST_PER_BUFFER,
+};
 pub use options::PlannerOptions;
 pub use plan::plan_with_packer;
 pub use random::XorShift64Star;

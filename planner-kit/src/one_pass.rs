@@ -62,6 +62,8 @@
 //! (see `by_step`), O(n) either way; then the pass, O(n) for the size classes and
 //! O(n x live) for few live.
 
+use std::time::Duration;
+
 use crate::greedy::{radix_sort, Poller, RadixRoom};
 use crate::{Buffer, Packing, Stopped};
 use memplan_plugin_api::bounds::align_up;
@@ -69,6 +71,18 @@ use memplan_plugin_api::Lifetime;
 
 /// Buffers placed between two calls of a one-pass packing's `stop` callback.
 const ONE_PASS_POLL_BUFFERS: usize = 4096;
+
+/// Time to reckon per buffer for the one-pass packing where a planner must know it will be done
+/// in time (the portfolio and `exact` before making it to stand in for what a time limit cut
+/// short; `greedy-bestfit` likewise): the slowest measured, with the lower bound found beside it
+/// on the other core. Alone it took 80-120 ns a buffer at 2,000,000 buffers; with the bound
+/// beside it and the kit's passes around it, the plan came 0.19-0.50 s after the call on six
+/// generated traces of 2,000,000 buffers, and 0.06-0.14 s on four of 1,000,000. The cost per
+/// buffer grows with the arena (its arrays outgrow the caches), so no rate fits both: with 150
+/// ns, 2 runs of 36 with 0.25 s at 2,000,000 buffers came 3-8 ms past the allowance; with 170
+/// ns 0.1 s at 1,000,000 buffers would get the no-reuse packing too, where the one-pass
+/// packing comes within it.
+pub const ONE_PASS_SLOWEST_PER_BUFFER: Duration = Duration::from_nanos(150);
 
 /// Arenas with at most this many buffers live at a step on average are packed by best fit
 /// among the live buffers; those with more by size classes (see the module documentation).

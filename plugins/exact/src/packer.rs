@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use memplan_planner_kit::bump::pack_bump;
 use memplan_planner_kit::threads::join_or_resume;
+use memplan_planner_kit::time_limit::{allowance, return_by};
 use memplan_planner_kit::{
     arena_lower_bound, average_live, pack_greedy_until, pack_one_pass, pack_sweep_variant, Buffer,
-    Fit, Order, Packer, Packing, Stopped, SweepVariant, FEW_LIVE,
+    Fit, Order, Packer, Packing, Stopped, SweepVariant, FEW_LIVE, ONE_PASS_SLOWEST_PER_BUFFER,
 };
 use memplan_plugin_api::{HostContext, PlanError};
 
@@ -407,25 +408,6 @@ fn limit_named(host_limit_binds: bool, gain: &str) -> (&'static str, String) {
     (limit, format!("; allow more time ({raise}) for {gain}"))
 }
 
-/// The latest a planner given `buffers` buffers whose time limit counts from `made` and ends
-/// at `sooner` can stop its work and still return within the limit's allowance (10 % of it
-/// and 50 ms): the allowance less the time to return, a quarter of it or
-/// [`RETURN_TIME_PER_BUFFER`] per buffer where that is more.
-pub fn return_by(made: Instant, sooner: Instant, buffers: usize) -> Instant {
-    let allowance = allowance(made, sooner);
-    let to_return = (allowance / 4).max(RETURN_TIME_PER_BUFFER.saturating_mul(buffers as u32));
-    sooner
-        .checked_add(allowance)
-        .and_then(|end| end.checked_sub(to_return))
-        .unwrap_or(sooner)
-}
-
-/// What a planner may take past its time limit, which counts from `made` and ends at
-/// `sooner`: 10 % of the limit and 50 ms.
-fn allowance(made: Instant, sooner: Instant) -> Duration {
-    sooner.saturating_duration_since(made) / 10 + Duration::from_millis(50)
-}
-
 /// Whether the one-pass packing of `count` buffers, begun now, may come back after the
 /// allowance of a limit counted from `made` to `sooner` (see [`return_by`]) has ended:
 /// [`ONE_PASS_SLOWEST_PER_BUFFER`] from now is past its end. The no-reuse packing
@@ -440,16 +422,6 @@ pub(crate) fn one_pass_would_overrun(made: Instant, sooner: Instant, count: usiz
 fn one_pass_at_the_slowest(count: usize) -> Duration {
     ONE_PASS_SLOWEST_PER_BUFFER.saturating_mul(count as u32)
 }
-
-/// Time [`one_pass_would_overrun`] takes the one-pass packing to need per buffer, with the
-/// lower bound found beside it on the other core (`one_pass_beside`). Alone it took 80-120
-/// ns a buffer at 2,000,000 buffers; with the bound beside it and the kit's passes around it,
-/// the plan came 0.19-0.50 s after the call on six generated traces of 2,000,000 buffers, and
-/// 0.06-0.14 s on four of 1,000,000. The cost per buffer grows with the arena (its arrays
-/// outgrow the caches), so no rate fits both: with 150 ns, 2 runs of 36 with 0.25 s at
-/// 2,000,000 buffers came 3-8 ms past the allowance; with 170 ns 0.1 s at 1,000,000 buffers
-/// would get the no-reuse packing too, where the one-pass packing comes within it.
-pub const ONE_PASS_SLOWEST_PER_BUFFER: Duration = Duration::from_nanos(150);
 
 /// The no-reuse packing of `buffers` (the kit's bump packing: every buffer bytes of its own,
 /// tens of milliseconds at 2,000,000 buffers), for a packer (`planner`, named in the
@@ -481,11 +453,6 @@ pub(crate) fn no_reuse_plan(
 pub(crate) fn one_pass_begun_by(until: Instant, count: usize) -> Option<Instant> {
     until.checked_sub(ONE_PASS_ALONE_PER_BUFFER.saturating_mul(count as u32))
 }
-
-/// Time [`return_by`] allows per buffer from a packer's stop to the planner's return (the
-/// other threads' stop, the plan's bindings, the memory given back): 17-38 ms at 1,000,000
-/// random buffers in the portfolio.
-pub const RETURN_TIME_PER_BUFFER: Duration = Duration::from_nanos(40);
 
 /// Time the packer allows per buffer for the one-pass packing (`pack_one_pass`) alone on a
 /// core: measured 37-105 ns at 1,000,000 buffers, 107 ns at 2,000,000 (the kit's `one_pass`
@@ -936,25 +903,6 @@ mod tests {
         );
         let by_host = packed_after_the_host_deadline(&buffers);
         assert!(by_host.offsets == own.offsets, "{}", by_host.note);
-    }
-
-    #[test]
-    fn work_stops_within_the_allowance_less_the_time_to_return() {
-        let made = Instant::now();
-        let second = made + Duration::from_secs(1);
-        // 1 s: 150 ms of allowance; 1,000,000 buffers take 40 ms to return, 1,000 a quarter
-        // of the allowance.
-        let ms = |at: Instant| at.duration_since(made).as_millis();
-        assert_eq!(ms(return_by(made, second, 1_000_000)), 1110);
-        assert_eq!(ms(return_by(made, second, 1_000)), 1112);
-        // No limit left at all: 50 ms of allowance, less 12.5 ms.
-        assert_eq!(
-            return_by(made, made, 10).duration_since(made).as_micros(),
-            37_500
-        );
-        // Far deadlines do not overflow.
-        let far = made + Duration::from_secs(1 << 40);
-        assert!(return_by(made, far, 1) >= far);
     }
 
     #[test]

@@ -98,6 +98,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::Mutex;
 
 use memplan_planner_kit::threads::{join_asking, join_or_resume};
+use memplan_planner_kit::time_limit::return_by;
 use memplan_planner_kit::{
     arena_lower_bound, average_live, greedy_ranks, pack_greedy_ranked, pack_greedy_until,
     pack_one_pass, pack_one_pass_until, pack_sweep_variant, pack_sweep_variant_on_two_threads,
@@ -114,8 +115,7 @@ use crate::critical::{CriticalPacking, CriticalSteps};
 use crate::greedy::SWEEP_FIRST_FROM;
 use crate::options::Techniques;
 use crate::packer::{
-    no_reuse_plan, one_pass_begun_by, one_pass_beside, one_pass_would_overrun, return_by,
-    ExactPacker,
+    no_reuse_plan, one_pass_begun_by, one_pass_beside, one_pass_would_overrun, ExactPacker,
 };
 use crate::search::Deadline;
 
