@@ -41,7 +41,8 @@ impl Planner for GreedyBestFit {
     const NAME: &'static str = "greedy-bestfit";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     const DESCRIPTION: &'static str =
-        "largest first, each into the smallest gap that fits among buffers live at the same time";
+        "largest first, each into the smallest gap that fits among buffers live at the same time \
+         (option time_limit_s, none by default)";
 
     fn plan(request: &PlanRequest, context: &HostContext) -> Result<MemoryPlan, PlanError> {
         let made = Instant::now();
