@@ -44,7 +44,8 @@ pub use greedy::{
 };
 pub use grouped::Grouped;
 pub use one_pass::{
-    average_live, pack_one_pass, pack_one_pass_until, FEW_LIVE, ONE_PASS_SLOWEST_PER_BUFFER,
+    average_live, one_pass_at_the_slowest, pack_one_pass, pack_one_pass_until, FEW_LIVE,
+    ONE_PASS_SLOWEST_PER_BUFFER,
 };
 pub use options::PlannerOptions;
 pub use plan::plan_with_packer;

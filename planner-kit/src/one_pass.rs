@@ -84,6 +84,12 @@ const ONE_PASS_POLL_BUFFERS: usize = 4096;
 /// packing comes within it.
 pub const ONE_PASS_SLOWEST_PER_BUFFER: Duration = Duration::from_nanos(150);
 
+/// What to reckon the one-pass packing of `count` buffers may take:
+/// [`ONE_PASS_SLOWEST_PER_BUFFER`] each.
+pub fn one_pass_at_the_slowest(count: usize) -> Duration {
+    ONE_PASS_SLOWEST_PER_BUFFER.saturating_mul(u32::try_from(count).unwrap_or(u32::MAX))
+}
+
 /// Arenas with at most this many buffers live at a step on average are packed by best fit
 /// among the live buffers; those with more by size classes (see the module documentation).
 pub const FEW_LIVE: u64 = 16;

@@ -43,8 +43,8 @@
 //! where step 1's setup cannot (0.3-0.5 s at a million buffers), and steps 1-3 follow only
 //! with time left for the setups (five times what the sweep took); else the sweep is the
 //! plan. The sweep may run into the limit's allowance (10 % and 50 ms) up to where the
-//! one-pass packing still comes back within it (the kit's `time_limit::return_by`), and that packing
-//! stands in where the sweep did not complete. So a limit shorter than the setup ends in
+//! one-pass packing still comes back within it (the kit's `time_limit::return_by`), and that
+//! packing stands in where the sweep did not complete. So a limit shorter than the setup ends in
 //! time: at a million buffers with 0.3 s, a plan in 0.15-0.30 s (the one-pass packing on
 //! the generated random, model-like and training traces, 1.053-1.564 x the bound, where
 //! they failed with `Cancelled` in 0.28 s or took their sweep until 0.34 s); with 1 s random

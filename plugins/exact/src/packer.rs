@@ -9,8 +9,8 @@ use memplan_planner_kit::bump::pack_bump;
 use memplan_planner_kit::threads::join_or_resume;
 use memplan_planner_kit::time_limit::{allowance, return_by};
 use memplan_planner_kit::{
-    arena_lower_bound, average_live, pack_greedy_until, pack_one_pass, pack_sweep_variant, Buffer,
-    Fit, Order, Packer, Packing, Stopped, SweepVariant, FEW_LIVE, ONE_PASS_SLOWEST_PER_BUFFER,
+    arena_lower_bound, average_live, one_pass_at_the_slowest, pack_greedy_until, pack_one_pass,
+    pack_sweep_variant, Buffer, Fit, Order, Packer, Packing, Stopped, SweepVariant, FEW_LIVE,
 };
 use memplan_plugin_api::{HostContext, PlanError};
 
@@ -409,18 +409,12 @@ fn limit_named(host_limit_binds: bool, gain: &str) -> (&'static str, String) {
 }
 
 /// Whether the one-pass packing of `count` buffers, begun now, may come back after the
-/// allowance of a limit counted from `made` to `sooner` (see [`return_by`]) has ended:
-/// [`ONE_PASS_SLOWEST_PER_BUFFER`] from now is past its end. The no-reuse packing
+/// allowance of a limit counted from `made` to `sooner` (see [`return_by`]) has ended: the
+/// kit's [`one_pass_at_the_slowest`] from now is past its end. The no-reuse packing
 /// ([`no_reuse_plan`]) then stands in.
 pub(crate) fn one_pass_would_overrun(made: Instant, sooner: Instant, count: usize) -> bool {
     let end = sooner.checked_add(allowance(made, sooner));
     end.is_none_or(|end| Instant::now() + one_pass_at_the_slowest(count) > end)
-}
-
-/// What [`one_pass_would_overrun`] reckons the one-pass packing of `count` buffers may take
-/// ([`ONE_PASS_SLOWEST_PER_BUFFER`] each), and the no-reuse packing's note says.
-fn one_pass_at_the_slowest(count: usize) -> Duration {
-    ONE_PASS_SLOWEST_PER_BUFFER.saturating_mul(count as u32)
 }
 
 /// The no-reuse packing of `buffers` (the kit's bump packing: every buffer bytes of its own,

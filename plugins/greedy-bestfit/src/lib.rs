@@ -21,8 +21,8 @@
 //! for 100,000 buffers by size; the kit's greedy module says why). Where a time limit is
 //! given (`time_limit_s`, or memplan's `--timeout`, whichever is sooner) and the packing is
 //! not done in time, it stops early enough for the kit's one-pass packing (O(n), at most
-//! [`ONE_PASS_SLOWEST_PER_BUFFER`] a buffer) and the plan's return to come within the limit
-//! and its allowance (10 % and 50 ms, as `memplan bench` measures it): the one-pass packing
+//! [`one_pass_at_the_slowest`]) and the plan's return to come within the limit and its
+//! allowance (10 % and 50 ms, as `memplan bench` measures it): the one-pass packing
 //! then stands in, with a warning naming the faster order. So the planner returns a plan
 //! within its limit on any input, as memplan's other planners do.
 
@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 
 use memplan_planner_kit::time_limit::return_by;
 use memplan_planner_kit::{
-    pack_greedy_until, pack_one_pass, plan_with_packer, Buffer, Fit, Order, Packer, Packing,
-    PlannerOptions, ONE_PASS_SLOWEST_PER_BUFFER,
+    one_pass_at_the_slowest, pack_greedy_until, pack_one_pass, plan_with_packer, Buffer, Fit,
+    Order, Packer, Packing, PlannerOptions,
 };
 use memplan_plugin_api::{HostContext, MemoryPlan, PlanError, PlanRequest, Planner};
 
@@ -104,9 +104,7 @@ impl GreedyPacker {
             (Some(own), Some(host)) => own.min(host),
             (own, host) => own.or(host)?,
         };
-        let one_pass =
-            ONE_PASS_SLOWEST_PER_BUFFER.saturating_mul(count.try_into().unwrap_or(u32::MAX));
-        let latest = return_by(made, sooner, count).checked_sub(one_pass);
+        let latest = return_by(made, sooner, count).checked_sub(one_pass_at_the_slowest(count));
         Some(latest.map_or(now, |latest| latest.max(now)))
     }
 }
