@@ -87,7 +87,7 @@ pub const ONE_PASS_SLOWEST_PER_BUFFER: Duration = Duration::from_nanos(150);
 /// What to reckon the one-pass packing of `count` buffers may take:
 /// [`ONE_PASS_SLOWEST_PER_BUFFER`] each.
 pub fn one_pass_at_the_slowest(count: usize) -> Duration {
-    ONE_PASS_SLOWEST_PER_BUFFER.saturating_mul(u32::try_from(count).unwrap_or(u32::MAX))
+    crate::time_limit::for_buffers(ONE_PASS_SLOWEST_PER_BUFFER, count)
 }
 
 /// Arenas with at most this many buffers live at a step on average are packed by best fit

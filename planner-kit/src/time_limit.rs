@@ -9,13 +9,20 @@ use std::time::{Duration, Instant};
 /// the portfolio.
 pub const RETURN_TIME_PER_BUFFER: Duration = Duration::from_nanos(40);
 
+/// `per_buffer` for each of `count` buffers: what a packing or a return reckoned per buffer
+/// takes, saturating where the product outgrows a `Duration` (and at `u32::MAX` buffers,
+/// beyond any arena, rather than wrapping to a short time).
+pub fn for_buffers(per_buffer: Duration, count: usize) -> Duration {
+    per_buffer.saturating_mul(u32::try_from(count).unwrap_or(u32::MAX))
+}
+
 /// The latest a planner given `buffers` buffers whose time limit counts from `made` and ends
 /// at `sooner` can stop its work and still return within the limit's allowance (10 % of it
 /// and 50 ms): the allowance less the time to return, a quarter of it or
 /// [`RETURN_TIME_PER_BUFFER`] per buffer where that is more.
 pub fn return_by(made: Instant, sooner: Instant, buffers: usize) -> Instant {
     let allowance = allowance(made, sooner);
-    let to_return = (allowance / 4).max(RETURN_TIME_PER_BUFFER.saturating_mul(buffers as u32));
+    let to_return = (allowance / 4).max(for_buffers(RETURN_TIME_PER_BUFFER, buffers));
     sooner
         .checked_add(allowance)
         .and_then(|end| end.checked_sub(to_return))
@@ -49,5 +56,16 @@ mod tests {
         // Far deadlines do not overflow.
         let far = made + Duration::from_secs(1 << 40);
         assert!(return_by(made, far, 1) >= far);
+    }
+
+    #[test]
+    fn time_for_buffers_saturates_instead_of_wrapping() {
+        let ns = Duration::from_nanos;
+        assert_eq!(for_buffers(ns(40), 1_000_000), Duration::from_millis(40));
+        assert_eq!(for_buffers(ns(40), 0), Duration::ZERO);
+        // Past u32::MAX buffers the count saturates: the time only grows.
+        let most = for_buffers(ns(1), u32::MAX as usize);
+        assert_eq!(for_buffers(ns(1), usize::MAX), most);
+        assert_eq!(for_buffers(Duration::MAX, 2), Duration::MAX);
     }
 }

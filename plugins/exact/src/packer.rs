@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use memplan_planner_kit::bump::pack_bump;
 use memplan_planner_kit::threads::join_or_resume;
-use memplan_planner_kit::time_limit::{allowance, return_by};
+use memplan_planner_kit::time_limit::{allowance, for_buffers, return_by};
 use memplan_planner_kit::{
     arena_lower_bound, average_live, one_pass_at_the_slowest, pack_greedy_until, pack_one_pass,
     pack_sweep_variant, Buffer, Fit, Order, Packer, Packing, Stopped, SweepVariant, FEW_LIVE,
@@ -445,7 +445,7 @@ pub(crate) fn no_reuse_plan(
 /// The latest the one-pass packing of `count` buffers can begin, alone on a core
 /// ([`ONE_PASS_ALONE_PER_BUFFER`]), and be done by `until` (`None`: never).
 pub(crate) fn one_pass_begun_by(until: Instant, count: usize) -> Option<Instant> {
-    until.checked_sub(ONE_PASS_ALONE_PER_BUFFER.saturating_mul(count as u32))
+    until.checked_sub(for_buffers(ONE_PASS_ALONE_PER_BUFFER, count))
 }
 
 /// Time the packer allows per buffer for the one-pass packing (`pack_one_pass`) alone on a

@@ -98,7 +98,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::Mutex;
 
 use memplan_planner_kit::threads::{join_asking, join_or_resume};
-use memplan_planner_kit::time_limit::return_by;
+use memplan_planner_kit::time_limit::{for_buffers, return_by};
 use memplan_planner_kit::{
     arena_lower_bound, average_live, greedy_ranks, pack_greedy_ranked, pack_greedy_until,
     pack_one_pass, pack_one_pass_until, pack_sweep_variant, pack_sweep_variant_on_two_threads,
@@ -940,7 +940,7 @@ impl PortfolioPacker {
         }
         let made = self.exact.made();
         let until = return_by(made, sooner, buffers.len());
-        let one_pass = ONE_PASS_TIME_PER_BUFFER.saturating_mul(buffers.len() as u32);
+        let one_pass = for_buffers(ONE_PASS_TIME_PER_BUFFER, buffers.len());
         let from = until.checked_sub(one_pass).unwrap_or(made);
         Some(Insurance { from, until, made })
     }
@@ -999,7 +999,7 @@ fn first_sweep_needs_both_cores(first: &Candidate, count: usize, until: Instant)
         first,
         Candidate::Sweep(SweepVariant::AnchoredAtPeak(..) | SweepVariant::AnchoredAtBusyStep(..))
     );
-    let alone = FIRST_SWEEP_TIME_PER_BUFFER.saturating_mul(count as u32);
+    let alone = for_buffers(FIRST_SWEEP_TIME_PER_BUFFER, count);
     anchored && until.saturating_duration_since(Instant::now()) < alone
 }
 
